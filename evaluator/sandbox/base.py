@@ -1,0 +1,165 @@
+"""The sandbox interface: limits, backends, and the registry that `auto` chooses from.
+
+A backend knows one thing: how to launch a command (our job runner) inside its
+isolation. Everything per-sample (fork, limits, scratch directory, output caps, the
+report channel) is done by the runner inside the sandbox, identically for every backend,
+so the backends differ only in what they isolate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
+"""Standard-library-only files that run inside the sandbox (the runner, the harnesses)."""
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (not the program inside it)."""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Limits applied to every program, the same under every backend."""
+
+    wall_seconds: float = 10.0
+    cpu_seconds: float = 10.0
+    memory_mb: int = 1024
+    processes: int = 64
+    output_bytes: int = 8 * 1024 * 1024
+    """A program that writes more than this to stdout and stderr together is killed."""
+    file_size_mb: int = 16
+    scratch_mb: int = 128
+    """Size of the private scratch file system, where the backend provides one."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SandboxLimits:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown sandbox limit(s): {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> SandboxLimits:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path the runner needs inside the sandbox (a toolchain, a cache)."""
+
+    source: Path
+    target: Path | None = None
+    writable: bool = False
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What a backend needs to start one runner."""
+
+    argv: Sequence[str]
+    mounts: Sequence[Mount] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    runner_processes: int = 256
+    """Process budget for the whole sandbox: several jobs' children, plus the runner."""
+
+
+class Backend(ABC):
+    """One isolation technology."""
+
+    name: ClassVar[str]
+    strength: ClassVar[int]
+    """`auto` prefers the working backend with the highest strength."""
+
+    @abstractmethod
+    def probe(self) -> str | None:
+        """Try the backend once; return None if it works, else the reason it does not."""
+
+    @abstractmethod
+    def command(self, spec: LaunchSpec) -> list[str]:
+        """The host command that starts `spec.argv` inside this backend."""
+
+    def python(self) -> str:
+        """The interpreter the runner uses inside this backend."""
+        return sys.executable
+
+    def environment(self, spec: LaunchSpec) -> dict[str, str] | None:
+        """The host environment for the launching process (None: a minimal default)."""
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name}
+
+
+_REGISTRY: dict[str, type[Backend]] = {}
+_auto_choice: Backend | None = None
+_auto_reasons: dict[str, str] = {}
+_auto_lock = threading.Lock()
+
+
+def register(backend: type[Backend]) -> type[Backend]:
+    _REGISTRY[backend.name] = backend
+    return backend
+
+
+def backend_names() -> list[str]:
+    _load_backends()
+    return sorted(_REGISTRY)
+
+
+def _load_backends() -> None:
+    # Imported here so each backend module registers itself; a backend whose module
+    # fails to import (a missing optional dependency) is simply not offered.
+    from evaluator.sandbox import none  # noqa: F401
+
+    for module in ("bwrap", "gvisor"):
+        try:
+            __import__(f"evaluator.sandbox.{module}")
+        except ImportError:
+            continue
+
+
+def get_backend(name: str = "auto") -> Backend:
+    """The backend called `name`, or for `auto` the strongest one that works here.
+
+    `auto` tries each backend once per process and caches the choice.
+    """
+    global _auto_choice
+    _load_backends()
+    if name != "auto":
+        if name not in _REGISTRY:
+            known = ", ".join(sorted(_REGISTRY))
+            raise SandboxError(f"unknown sandbox backend {name!r}; choose one of: auto, {known}")
+        backend = _REGISTRY[name]()
+        reason = backend.probe()
+        if reason is not None:
+            raise SandboxError(f"sandbox backend {name!r} does not work here: {reason}")
+        return backend
+    with _auto_lock:
+        if _auto_choice is None:
+            for cls in sorted(_REGISTRY.values(), key=lambda c: -c.strength):
+                candidate = cls()
+                reason = candidate.probe()
+                if reason is None:
+                    _auto_choice = candidate
+                    break
+                _auto_reasons[cls.name] = reason
+            if _auto_choice is None:
+                raise SandboxError("no sandbox backend works here")
+        return _auto_choice
+
+
+def auto_reasons() -> dict[str, str]:
+    """Why `auto` passed over each stronger backend (empty until `auto` has chosen)."""
+    return dict(_auto_reasons)

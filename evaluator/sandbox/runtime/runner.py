@@ -1,0 +1,350 @@
+"""The job runner: one long-lived process inside a sandbox that runs many programs.
+
+This file runs *inside* the sandbox, under whatever Python the sandbox offers, so it
+uses the standard library only and imports nothing from the evaluator package.
+
+Protocol: the host writes one JSON object per line to our stdin (a job) and reads one
+JSON object per line from our stdout (its result). Every job runs in a child of its own:
+a fresh session and process group, a fresh scratch directory, resource limits, captured
+and capped output, and a private report pipe whose records carry a per-job nonce. When
+the child ends, its whole process group is killed, so nothing it started survives it.
+
+Job kinds:
+- "python": fork, and run the program in the forked child with `pyharness` (already
+  imported here, so a sample costs a fork, not an interpreter start-up).
+- "command": write `files` into the scratch directory, then run each step's argv in
+  turn (compile, then run); a failing step stops the job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import secrets
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pyharness  # noqa: E402
+
+STORED_OUTPUT = 64 * 1024
+"""Bytes of stdout/stderr kept per step; the rest is drained and counted."""
+REPORT_LIMIT = 32 * 1024 * 1024
+REPORT_FD = 3
+"""The fd number at which command steps find their report pipe."""
+KILL_GRACE = 0.5
+
+
+def _set_limits(limits: dict, *, address_space: bool = True) -> None:
+    def cap(which: int, value: int) -> None:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (value, value))
+
+    cpu = max(1, int(limits.get("cpu_seconds", 10) + 0.999))
+    # The soft limit sends SIGXCPU, which we report as a CPU timeout; the hard limit kills.
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    if address_space and limits.get("memory_mb"):
+        cap(resource.RLIMIT_AS, int(limits["memory_mb"]) * 1024 * 1024)
+    if limits.get("file_size_mb") is not None:
+        cap(resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * 1024 * 1024)
+    # RLIMIT_NPROC counts every process of the user; it does not bind root, which is why
+    # the real backends also run us as an unprivileged user or under a pids cgroup.
+    if limits.get("processes") and os.getuid() != 0:
+        cap(resource.RLIMIT_NPROC, int(limits["processes"]))
+    cap(resource.RLIMIT_CORE, 0)
+
+
+def _child_setup(scratch: str, limits: dict, *, address_space: bool = True) -> None:
+    os.setsid()
+    os.chdir(scratch)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    _set_limits(limits, address_space=address_space)
+
+
+class _Reader:
+    """Collects one pipe: keeps the first `keep` bytes, drains and counts the rest."""
+
+    def __init__(self, fd: int, keep: int) -> None:
+        self.fd = fd
+        self.keep = keep
+        self.data = bytearray()
+        self.total = 0
+        self.open = True
+
+    def read(self) -> None:
+        try:
+            chunk = os.read(self.fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.open = False
+            os.close(self.fd)
+            return
+        self.total += len(chunk)
+        room = self.keep - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+    def text(self) -> str:
+        text = self.data.decode("utf-8", "replace")
+        if self.total > len(self.data):
+            text += f"\n… [{self.total - len(self.data)} more bytes not kept]"
+        return text
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _supervise(pid: int, readers: list[_Reader], limits: dict) -> dict:
+    """Wait for child `pid` while draining its pipes; enforce wall time and output size."""
+    wall = float(limits.get("wall_seconds", 10))
+    output_limit = int(limits.get("output_bytes", 8 * 1024 * 1024))
+    start = time.monotonic()
+    deadline = start + wall
+    timed_out = output_exceeded = False
+    status = None
+    rusage = None
+    while True:
+        open_readers = [r for r in readers if r.open]
+        if status is None:
+            waited, wstatus, ru = os.wait4(pid, os.WNOHANG)
+            if waited == pid:
+                status, rusage = wstatus, ru
+                # The child is gone; whatever it left behind in its group goes too.
+                _kill_group(pid)
+        if status is not None and not open_readers:
+            break
+        now = time.monotonic()
+        if status is None and now >= deadline:
+            timed_out = True
+            _kill_group(pid)
+            _, status, rusage = os.wait4(pid, 0)
+            continue
+        if sum(r.total for r in readers[:2]) > output_limit and status is None:
+            output_exceeded = True
+            _kill_group(pid)
+            _, status, rusage = os.wait4(pid, 0)
+            continue
+        timeout = 0.05 if status is None else 0.2
+        if status is not None and now > deadline + KILL_GRACE:
+            # Grandchildren that escaped the group may hold our pipes open: stop waiting.
+            for reader in open_readers:
+                reader.open = False
+                os.close(reader.fd)
+            break
+        if open_readers:
+            ready, _, _ = select.select([r.fd for r in open_readers], [], [], timeout)
+            for reader in open_readers:
+                if reader.fd in ready:
+                    reader.read()
+        else:
+            time.sleep(0.002)
+    elapsed = time.monotonic() - start
+    exit_code = os.waitstatus_to_exitcode(status) if status is not None else None
+    result = {
+        "exit_code": exit_code if exit_code is not None and exit_code >= 0 else None,
+        "signal": -exit_code if exit_code is not None and exit_code < 0 else None,
+        "timed_out": timed_out,
+        "output_exceeded": output_exceeded,
+        "wall_ms": round(elapsed * 1000, 3),
+        "cpu_ms": round((rusage.ru_utime + rusage.ru_stime) * 1000, 3) if rusage else None,
+        "max_rss_kb": rusage.ru_maxrss if rusage else None,
+    }
+    if result["signal"] == signal.SIGXCPU or (
+        result["signal"] == signal.SIGKILL
+        and rusage is not None
+        and rusage.ru_utime + rusage.ru_stime >= float(limits.get("cpu_seconds", 10))
+    ):
+        result["cpu_timed_out"] = True
+    return result
+
+
+def _parse_report(raw: bytes, nonce: str) -> tuple[list[dict], int]:
+    """Records are `<nonce> <json>` lines; anything else is counted as a forgery attempt."""
+    records: list[dict] = []
+    forged = 0
+    prefix = nonce.encode() + b" "
+    for line in raw.split(b"\n"):
+        if not line:
+            continue
+        if not line.startswith(prefix):
+            forged += 1
+            continue
+        try:
+            record = json.loads(line[len(prefix):])
+        except ValueError:
+            forged += 1
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            forged += 1
+    return records, forged
+
+
+def _run_python(job: dict, scratch: str) -> dict:
+    limits = job.get("limits", {})
+    nonce = secrets.token_hex(16)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        try:
+            for fd in (out_r, err_r, rep_r):
+                os.close(fd)
+            _child_setup(scratch, limits)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            os.close(out_w)
+            os.close(err_w)
+            pyharness.run_job(job, rep_w, nonce)
+        finally:
+            os._exit(0)
+    for fd in (out_w, err_w, rep_w):
+        os.close(fd)
+    readers = [_Reader(out_r, STORED_OUTPUT), _Reader(err_r, STORED_OUTPUT),
+               _Reader(rep_r, REPORT_LIMIT)]
+    step = _supervise(pid, readers, limits)
+    step.update(name="run", stdout=readers[0].text(), stderr=readers[1].text())
+    records, forged = _parse_report(bytes(readers[2].data), nonce)
+    return {"steps": [step], "records": records, "forged_lines": forged}
+
+
+def _run_step(step: dict, scratch: str, env: dict, nonce: str | None) -> tuple[dict, bytes]:
+    limits = step.get("limits", {})
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    rep_r, rep_w = os.pipe() if nonce else (None, None)
+    step_env = dict(env)
+    step_env.update(step.get("env", {}))
+    if nonce:
+        step_env["EVALUATOR_REPORT_FD"] = str(REPORT_FD)
+        step_env["EVALUATOR_NONCE"] = nonce
+    stdin_data = step.get("stdin")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for fd in (out_r, err_r, rep_r):
+                if fd is not None:
+                    os.close(fd)
+            _child_setup(scratch, limits, address_space=step.get("address_space_limit", True))
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            if rep_w is not None:
+                os.dup2(rep_w, REPORT_FD)
+            os.closerange(REPORT_FD + 1 if rep_w is not None else 3, 65536)
+            if stdin_data is not None:
+                path = os.path.join(scratch, ".stdin")
+                with open(path, "w") as handle:
+                    handle.write(stdin_data)
+                fd = os.open(path, os.O_RDONLY)
+                os.dup2(fd, 0)
+            os.execvpe(step["argv"][0], step["argv"], step_env)  # noqa: S606
+        except BaseException as exc:  # exec failed: say so on stderr, exit 127
+            with contextlib.suppress(OSError):
+                os.write(2, f"cannot run {step['argv'][0]}: {exc}\n".encode())
+        finally:
+            os._exit(127)
+    for fd in (out_w, err_w, rep_w):
+        if fd is not None:
+            os.close(fd)
+    readers = [_Reader(out_r, STORED_OUTPUT), _Reader(err_r, STORED_OUTPUT)]
+    if rep_r is not None:
+        readers.append(_Reader(rep_r, REPORT_LIMIT))
+    result = _supervise(pid, readers, limits)
+    result.update(name=step.get("name", "run"), stdout=readers[0].text(),
+                  stderr=readers[1].text())
+    report = bytes(readers[2].data) if rep_r is not None else b""
+    return result, report
+
+
+def _run_command(job: dict, scratch: str) -> dict:
+    for rel, content in job.get("files", {}).items():
+        path = os.path.normpath(os.path.join(scratch, rel))
+        if not path.startswith(scratch + os.sep):
+            raise ValueError(f"file path escapes the scratch directory: {rel}")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(content)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch,
+           "TMPDIR": scratch, "LANG": "C.UTF-8"}
+    env.update(job.get("env", {}))
+    steps: list[dict] = []
+    records: list[dict] = []
+    forged = 0
+    for step in job["steps"]:
+        nonce = secrets.token_hex(16) if step.get("report") else None
+        result, report = _run_step(step, scratch, env, nonce)
+        steps.append(result)
+        if nonce:
+            step_records, step_forged = _parse_report(report, nonce)
+            records.extend(step_records)
+            forged += step_forged
+        ok = result["exit_code"] == 0 and not result["timed_out"]
+        if not ok and not step.get("continue_on_failure"):
+            break
+    return {"steps": steps, "records": records, "forged_lines": forged}
+
+
+def run_job(job: dict, scratch_root: str) -> dict:
+    scratch = tempfile.mkdtemp(prefix="job-", dir=scratch_root)
+    os.chmod(scratch, 0o700)
+    try:
+        if job.get("kind") == "python":
+            result = _run_python(job, scratch)
+        elif job.get("kind") == "command":
+            result = _run_command(job, scratch)
+        else:
+            raise ValueError(f"unknown job kind {job.get('kind')!r}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    result["id"] = job.get("id")
+    return result
+
+
+def main() -> int:
+    scratch_root = os.environ.get("EVALUATOR_SCRATCH") or tempfile.mkdtemp(prefix="runner-")
+    os.makedirs(scratch_root, exist_ok=True)
+    with contextlib.suppress(Exception):
+        # Not dumpable: a sample running as the same user cannot ptrace us or read our memory.
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    protocol_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    protocol_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    # Children must not inherit the protocol pipes at 0 and 1.
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    protocol_out.write(json.dumps({"ready": True, "pid": os.getpid(), "uid": os.getuid(),
+                                   "python": sys.version.split()[0]}) + "\n")
+    protocol_out.flush()
+    for line in protocol_in:
+        if not line.strip():
+            continue
+        try:
+            job = json.loads(line)
+            result = run_job(job, scratch_root)
+        except Exception as exc:  # a bad job must not take the runner down
+            result = {"id": None, "runner_error": f"{type(exc).__name__}: {exc}"}
+        protocol_out.write(json.dumps(result) + "\n")
+        protocol_out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
