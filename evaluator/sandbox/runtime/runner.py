@@ -208,9 +208,10 @@ def _run_python(job: dict, scratch: str) -> dict:
             _child_setup(scratch, limits)
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
-            os.close(out_w)
-            os.close(err_w)
-            pyharness.run_job(job, rep_w, nonce)
+            os.dup2(rep_w, REPORT_FD)
+            # Nothing else may be inherited: the runner's own protocol pipes included.
+            os.closerange(REPORT_FD + 1, 65536)
+            pyharness.run_job(job, REPORT_FD, nonce)
         finally:
             os._exit(0)
     for fd in (out_w, err_w, rep_w):

