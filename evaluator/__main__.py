@@ -54,7 +54,7 @@ def _engine(args: argparse.Namespace) -> Engine:
     if args.cache and not args.no_cache:
         cache = SqliteCache(args.cache)
     return Engine(EngineConfig(backend=args.sandbox, workers=args.workers,
-                               options=_options(args), cache=cache))
+                               options=_options(args), cache=cache, dedup=not args.no_dedup))
 
 
 @dataclass
@@ -265,6 +265,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                                                "results.sqlite3"),
                         help="result cache file")
     parser.add_argument("--no-cache", action="store_true")
+    parser.add_argument("--no-dedup", action="store_true",
+                        help="run identical programs once each (for benchmarking)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 

@@ -63,9 +63,7 @@ def _dataset(source: SourceFile, display: str) -> Dataset:
         natural_language="en",
         layout="humaneval",
         source=display,
-        problems=tuple(
-            humaneval_problem(r, source, dataset="humaneval") for r in source.records
-        ),
+        problems=tuple(humaneval_problem(r, source, dataset="humaneval") for r in source.records),
     )
 
 

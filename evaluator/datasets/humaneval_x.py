@@ -14,6 +14,7 @@ from evaluator.datasets.dataset import Dataset, DatasetError
 from evaluator.datasets.humaneval import reference_problem, task_id
 from evaluator.datasets.naming import programming_language
 from evaluator.datasets.reading import SourceFile, SourceRecord, read_path
+from evaluator.datasets.signatures import entry_point_in
 from evaluator.records import Problem
 
 _FIELDS = frozenset(
@@ -21,20 +22,6 @@ _FIELDS = frozenset(
 )
 _SOURCE_ID = re.compile(r"(?P<language>[A-Za-z+]+)/(?P<number>\d+)")
 _FILE_NAME = re.compile(r"humaneval_(?P<language>[a-z+]+)\.jsonl(?:\.gz)?")
-
-# A function definition at the start of a line; group 1 is its name. C++ and Java need the
-# return type before the name, which also keeps `if (` and `while (` out.
-_FUNCTION_PATTERNS: dict[str, re.Pattern[str]] = {
-    "python": re.compile(r"^\s*def\s+(\w+)\s*\(", re.MULTILINE),
-    "cpp": re.compile(r"^[A-Za-z_][\w:<>,*& ]*[\s*&>](\w+)\s*\([^;]*$", re.MULTILINE),
-    "java": re.compile(
-        r"^\s*(?:public|private|protected)\s+(?:static\s+)?[\w<>\[\],.? ]+\s(\w+)\s*\(",
-        re.MULTILINE,
-    ),
-    "js": re.compile(r"^\s*(?:const\s+(\w+)\s*=\s*(?:\(|function)|function\s+(\w+)\s*\()", re.M),
-    "go": re.compile(r"^func\s+(?:\([^)]*\)\s*)?(\w+)\s*\(", re.MULTILINE),
-    "rust": re.compile(r"^\s*(?:pub\s+)?fn\s+(\w+)\s*[<(]", re.MULTILINE),
-}
 
 
 def is_humaneval_x_file(path: Path) -> bool:
@@ -94,36 +81,14 @@ def _problem(record: SourceRecord, source: SourceFile) -> Problem:
     )
 
 
-def function_names(language: str, code: str) -> list[str]:
-    """Names of the functions defined in `code`, in order of appearance."""
-    pattern = _FUNCTION_PATTERNS.get(language)
-    if pattern is None:
-        return []
-    names: list[str] = []
-    for match in pattern.finditer(code):
-        name = next((group for group in match.groups() if group), "")
-        if name and name not in ("if", "for", "while", "switch", "return"):
-            names.append(name)
-    return names
-
-
-def comparable_name(name: str) -> str:
-    """`has_close_elements`, `hasCloseElements` and `HasCloseElements` compare equal."""
-    return name.replace("_", "").lower()
-
-
 def _entry_point(
     record: SourceRecord, language: str, number: int, declaration: str, canonical: str
 ) -> str:
-    declared = function_names(language, declaration)
     reference = reference_problem(number)
-    if reference is not None:
-        wanted = comparable_name(reference.entry_point)
-        # Rust/10 and /50 declare a helper and define the target inside the solution.
-        for name in declared + function_names(language, canonical):
-            if comparable_name(name) == wanted:
-                return name
-    if not declared:
+    wanted = reference.entry_point if reference else ""
+    # Rust/10 and /50 declare a helper and define the target inside the solution; CPP/27
+    # keeps its misspelt `filp_case`, which is what the tests call.
+    name = entry_point_in(language, declaration, wanted, canonical)
+    if name is None:
         raise record.error(f"cannot find a {language} function signature in 'declaration'")
-    # The signature left open for the model is the last one (CPP/27's misspelt `filp_case`).
-    return declared[-1]
+    return name

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import math
 import re
@@ -27,6 +28,8 @@ from typing import Any
 from evaluator.datasets.dataset import DatasetError
 
 _GZIP_MAGIC = b"\x1f\x8b"
+MAX_DECOMPRESSED_BYTES = 512 * 1024 * 1024
+"""Refuse gzip bombs; the largest benchmark file inflates to about 12 MB."""
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -130,11 +133,15 @@ def _decompress(data: bytes, origin: str) -> bytes:
     if not data.startswith(_GZIP_MAGIC):
         return data
     try:
-        return gzip.decompress(data)
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            inflated = stream.read(MAX_DECOMPRESSED_BYTES + 1)
     except EOFError:
         raise DatasetError(f"{origin}: truncated gzip stream") from None
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise DatasetError(f"{origin}: corrupt gzip data ({exc})") from exc
+    if len(inflated) > MAX_DECOMPRESSED_BYTES:
+        raise DatasetError(f"{origin}: inflates to more than {MAX_DECOMPRESSED_BYTES} bytes")
+    return inflated
 
 
 def _decode(data: bytes, origin: str) -> str:
@@ -170,7 +177,7 @@ def _records(text: str, origin: str) -> Iterator[SourceRecord]:
 def _is_wrapper_line(line: str) -> bool:
     try:
         value = json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
     return isinstance(value, dict) and set(value) == {"data"}
 
@@ -187,6 +194,8 @@ def _line_records(text: str, origin: str) -> Iterator[SourceRecord]:
             raise DatasetError(
                 f"{origin}:{number}: invalid JSON: {exc.msg} (column {exc.colno})"
             ) from None
+        except RecursionError:
+            raise DatasetError(f"{origin}:{number}: JSON nested too deeply") from None
         yield _record(value, origin, number, index, f"{origin}:{number}")
         index += 1
 
@@ -206,6 +215,8 @@ def _array_records(text: str, start: int, origin: str) -> Iterator[SourceRecord]
             raise DatasetError(
                 f"{origin}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})"
             ) from None
+        except RecursionError:
+            raise DatasetError(f"{origin}:{line}: JSON nested too deeply") from None
         yield _record(value, origin, line, index, f"{origin}:{line}")
         index += 1
         after = _skip_space(text, end)
@@ -214,10 +225,14 @@ def _array_records(text: str, start: int, origin: str) -> Iterator[SourceRecord]
             line += text.count("\n", pos, next_pos)
             pos = next_pos
             continue
-        if text.startswith("]", after) and _skip_space(text, after + 1) == len(text):
-            return
+        if text.startswith("]", after):
+            trailing = _skip_space(text, after + 1)
+            if trailing == len(text):
+                return
+            bad_line = line + text.count("\n", pos, trailing)
+            raise DatasetError(f"{origin}:{bad_line}: unexpected content after the JSON array")
         bad_line = line + text.count("\n", pos, after)
-        raise DatasetError(f"{origin}:{bad_line}: expected ',' or a final ']' in the JSON array")
+        raise DatasetError(f"{origin}:{bad_line}: expected ',' or ']' in the JSON array")
 
 
 def _wrapped_records(text: str, origin: str) -> Iterator[SourceRecord]:
@@ -227,10 +242,12 @@ def _wrapped_records(text: str, origin: str) -> Iterator[SourceRecord]:
         raise DatasetError(
             f"{origin}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})"
         ) from None
+    except RecursionError:
+        raise DatasetError(f"{origin}: JSON nested too deeply") from None
     splits = document.get("data") if isinstance(document, dict) else None
     if not isinstance(splits, dict) or not all(isinstance(v, list) for v in splits.values()):
         raise DatasetError(
-            f"{origin}:1: expected JSON Lines, a JSON array, or {{\"data\": {{split: [...]}}}}"
+            f'{origin}:1: expected JSON Lines, a JSON array, or {{"data": {{split: [...]}}}}'
         )
     if "test" in splits:
         split = "test"

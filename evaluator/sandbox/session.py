@@ -63,7 +63,7 @@ class RunnerSession:
     # -- life cycle -------------------------------------------------------------------
     def start(self) -> None:
         spec = LaunchSpec(
-            argv=[self.backend.python(), "-I", "-S", str(RUNTIME_DIR / "runner.py")],
+            argv=[self.backend.python(), "-I", str(RUNTIME_DIR / "runner.py")],
             mounts=(Mount(RUNTIME_DIR), *self.mounts),
             env=self.env,
             limits=self.limits,

@@ -9,6 +9,13 @@ a fresh session and process group, a fresh scratch directory, resource limits, c
 and capped output, and a private report pipe whose records carry a per-job nonce. When
 the child ends, its whole process group is killed, so nothing it started survives it.
 
+Inside a real sandbox (the backend sets the variables below) the runner also:
+- runs every program as `EVALUATOR_JOB_UID` when it is itself root there (gVisor), so a
+  program can neither signal the runner nor escape `RLIMIT_NPROC`;
+- after every job, kills every process in the sandbox but itself (it is PID 1 of a
+  private PID namespace, `EVALUATOR_PID_NAMESPACE=1`), so nothing a program started,
+  however it detached, outlives its job; and empties the scratch file system.
+
 Job kinds:
 - "python": fork, and run the program in the forked child with `pyharness` (already
   imported here, so a sample costs a fork, not an interpreter start-up).
@@ -33,6 +40,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pyharness  # noqa: E402
 
+JOB_UID = int(os.environ["EVALUATOR_JOB_UID"]) if os.environ.get("EVALUATOR_JOB_UID") else None
+JOB_GID = int(os.environ.get("EVALUATOR_JOB_GID") or JOB_UID or 0)
+PRIVATE_PIDS = os.environ.get("EVALUATOR_PID_NAMESPACE") == "1"
+"""Set only by backends that start us as PID 1 of our own PID namespace."""
 STORED_OUTPUT = 64 * 1024
 """Bytes of stdout/stderr kept per step; the rest is drained and counted."""
 REPORT_LIMIT = 32 * 1024 * 1024
@@ -61,8 +72,23 @@ def _set_limits(limits: dict, *, address_space: bool = True) -> None:
     cap(resource.RLIMIT_CORE, 0)
 
 
+def _drop_privileges() -> None:
+    if JOB_UID is None or os.getuid() != 0:
+        return
+    os.setgroups([])
+    os.setgid(JOB_GID)
+    os.setuid(JOB_UID)
+    if os.getuid() == 0 or os.geteuid() == 0:
+        os._exit(126)  # never run a program as root by mistake
+
+
 def _child_setup(scratch: str, limits: dict, *, address_space: bool = True) -> None:
     os.setsid()
+    # Should memory run out in the sandbox's cgroup, the kernel kills the program first.
+    with contextlib.suppress(OSError):
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write("1000")
+    _drop_privileges()
     os.chdir(scratch)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -107,6 +133,45 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _others() -> list[int]:
+    me = os.getpid()
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) != me]
+
+
+def _sweep(timeout: float = 5.0) -> int:
+    """Kill every process in the sandbox but us, and reap them; return how many there were.
+
+    Only as PID 1 of a private PID namespace: `kill(-1)` then reaches exactly the
+    sandbox, and the kernel runs it with forks held off, so a fork bomb cannot outrun it.
+    Orphans are re-parented to us, so we reap them too.
+    """
+    if not PRIVATE_PIDS or os.getpid() != 1:
+        return 0
+    found = 0
+    deadline = time.monotonic() + timeout
+    while True:
+        _reap()
+        others = _others()
+        if not others:
+            return found
+        found = max(found, len(others))
+        if time.monotonic() > deadline:
+            return found
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(-1, signal.SIGKILL)
+        time.sleep(0.002)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def _supervise(pid: int, readers: list[_Reader], limits: dict) -> dict:
     """Wait for child `pid` while draining its pipes; enforce wall time and output size."""
     wall = float(limits.get("wall_seconds", 10))
@@ -116,14 +181,20 @@ def _supervise(pid: int, readers: list[_Reader], limits: dict) -> dict:
     timed_out = output_exceeded = False
     status = None
     rusage = None
+    leftovers = 0
+    swept = False
     while True:
-        open_readers = [r for r in readers if r.open]
         if status is None:
             waited, wstatus, ru = os.wait4(pid, os.WNOHANG)
             if waited == pid:
                 status, rusage = wstatus, ru
-                # The child is gone; whatever it left behind in its group goes too.
-                _kill_group(pid)
+        if status is not None and not swept:
+            # The child is gone; whatever it left behind (in its group, or detached and
+            # anywhere in the sandbox) goes too, which also closes our pipes' far ends.
+            _kill_group(pid)
+            leftovers = _sweep()
+            swept = True
+        open_readers = [r for r in readers if r.open]
         if status is not None and not open_readers:
             break
         now = time.monotonic()
@@ -162,6 +233,8 @@ def _supervise(pid: int, readers: list[_Reader], limits: dict) -> dict:
         "cpu_ms": round((rusage.ru_utime + rusage.ru_stime) * 1000, 3) if rusage else None,
         "max_rss_kb": rusage.ru_maxrss if rusage else None,
     }
+    if leftovers:
+        result["leftover_processes"] = leftovers
     if result["signal"] == signal.SIGXCPU or (
         result["signal"] == signal.SIGKILL
         and rusage is not None
@@ -272,14 +345,24 @@ def _run_step(step: dict, scratch: str, env: dict, nonce: str | None) -> tuple[d
     return result, report
 
 
+def _give_to_job(path: str) -> None:
+    if JOB_UID is not None and os.getuid() == 0:
+        os.chown(path, JOB_UID, JOB_GID)
+
+
 def _run_command(job: dict, scratch: str) -> dict:
     for rel, content in job.get("files", {}).items():
         path = os.path.normpath(os.path.join(scratch, rel))
         if not path.startswith(scratch + os.sep):
             raise ValueError(f"file path escapes the scratch directory: {rel}")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        parent = os.path.dirname(path)
+        os.makedirs(parent, exist_ok=True)
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(content)
+        _give_to_job(path)
+        while parent != scratch:
+            _give_to_job(parent)
+            parent = os.path.dirname(parent)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch,
            "TMPDIR": scratch, "LANG": "C.UTF-8"}
     env.update(job.get("env", {}))
@@ -303,6 +386,7 @@ def _run_command(job: dict, scratch: str) -> dict:
 def run_job(job: dict, scratch_root: str) -> dict:
     scratch = tempfile.mkdtemp(prefix="job-", dir=scratch_root)
     os.chmod(scratch, 0o700)
+    _give_to_job(scratch)
     try:
         if job.get("kind") == "python":
             result = _run_python(job, scratch)
@@ -311,12 +395,39 @@ def run_job(job: dict, scratch_root: str) -> dict:
         else:
             raise ValueError(f"unknown job kind {job.get('kind')!r}")
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        _empty(scratch_root)
     result["id"] = job.get("id")
     return result
 
 
+def _empty(directory: str) -> None:
+    """Remove everything in `directory`: no file of one job is there for the next."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def _preload() -> None:
+    """Import the libraries test harnesses use (numpy) once, before any fork.
+
+    Every sample then finds them already imported: faster, and immune to the guard,
+    which nulls `os.putenv` that numpy 2 calls while importing. One thread each, because
+    forking a process with running BLAS threads can deadlock the child.
+    """
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = "1"
+    for name in os.environ.get("EVALUATOR_PRELOAD", "numpy").split(","):
+        if name.strip():
+            with contextlib.suppress(Exception):
+                __import__(name.strip())
+
+
 def main() -> int:
+    _preload()
     scratch_root = os.environ.get("EVALUATOR_SCRATCH") or tempfile.mkdtemp(prefix="runner-")
     os.makedirs(scratch_root, exist_ok=True)
     with contextlib.suppress(Exception):
@@ -332,6 +443,8 @@ def main() -> int:
     os.dup2(devnull, 1)
     os.close(devnull)
     protocol_out.write(json.dumps({"ready": True, "pid": os.getpid(), "uid": os.getuid(),
+                                   "job_uid": JOB_UID if os.getuid() == 0 else os.getuid(),
+                                   "pid_namespace": PRIVATE_PIDS and os.getpid() == 1,
                                    "python": sys.version.split()[0]}) + "\n")
     protocol_out.flush()
     for line in protocol_in:
