@@ -190,7 +190,8 @@ class Engine:
             yield SampleFinished(type="sample_finished", position=position, result=result)
 
         events: queue.Queue[EngineEvent | None] = queue.Queue()
-        cache_hits = executed = 0
+        cache_hits = 0
+        executed_units: list[_Unit] = []  # list.append is atomic under the GIL
         pending: list[_Unit] = []
         for unit in order:
             cached = self.config.cache.get(unit.key) if self.config.cache else None
@@ -205,6 +206,7 @@ class Engine:
         def work(unit: _Unit) -> None:
             if cancel is not None and cancel.is_set():
                 return
+            executed_units.append(unit)
             position, first = unit.samples[0]
             events.put(SampleStarted(type="sample_started", task_id=first.task_id,
                                      completion_id=first.index, position=position))
@@ -218,39 +220,27 @@ class Engine:
         workers = max(1, self.config.workers)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluator") as pool:
             futures: list[Future[None]] = [pool.submit(work, unit) for unit in pending]
-            remaining = len(futures)
-            done_marker = threading.Event()
-
-            def watch() -> None:
-                for future in futures:
-                    try:
-                        future.result()
-                    except BaseException as exc:  # surfaced to the caller below
-                        events.put(None)
-                        self._error = exc
-                        return
-                done_marker.set()
-                events.put(None)
-
-            self._error: BaseException | None = None
-            threading.Thread(target=watch, daemon=True).start()
-            while True:
-                event = events.get()
-                if event is None:
-                    break
-                yield event
-            # Drain anything queued after the sentinel.
-            while not events.empty():
-                event = events.get()
-                if event is not None:
-                    yield event
-            if self._error is not None:
+            # A unit's events are queued before its function returns, so its done marker
+            # always comes after them.
+            for future in futures:
+                future.add_done_callback(lambda _f: events.put(None))
+            try:
+                remaining = len(futures)
+                while remaining:
+                    event = events.get()
+                    if event is None:
+                        remaining -= 1
+                    else:
+                        yield event
+            finally:
+                # The caller stopped listening (or something failed): drop queued work.
                 for future in futures:
                     future.cancel()
-                raise self._error
-            executed = remaining if not (cancel and cancel.is_set()) else sum(
-                1 for f in futures if f.done())
-        yield RunFinished(type="run_finished", samples=total, executed=executed,
+            for future in futures:
+                error = None if future.cancelled() else future.exception()
+                if error is not None:
+                    raise error
+        yield RunFinished(type="run_finished", samples=total, executed=len(executed_units),
                           deduplicated=sum(len(u.samples) - 1 for u in order),
                           cache_hits=cache_hits, seconds=round(time.monotonic() - started, 3))
 
