@@ -166,6 +166,10 @@ def judge(answer: dict[str, Any], language: str) -> Verdict:
         )
 
     for step in compile_steps:
+        if step.get("oom_killed"):
+            verdict.status, verdict.error_type = "memory", "MemoryError"
+            verdict.message = "compilation exceeded its memory limit"
+            return verdict
         if step.get("timed_out") or step.get("cpu_timed_out"):
             verdict.status, verdict.error_type = "timeout", "CompileTimeout"
             wall = float(step.get("wall_ms") or 0)
@@ -194,7 +198,8 @@ def judge(answer: dict[str, Any], language: str) -> Verdict:
 
     run = run_steps[-1] if run_steps else {}
     memory_hit = (
-        any(r.get("memory") for r in records)
+        bool(run.get("oom_killed"))
+        or any(r.get("memory") for r in records)
         or any(marker in (run.get("stderr") or "") for marker in MEMORY_MARKERS)
     )
     if run.get("timed_out") or run.get("cpu_timed_out"):

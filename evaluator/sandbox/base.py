@@ -9,7 +9,10 @@ so the backends differ only in what they isolate.
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import subprocess
 import sys
+import tempfile
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -73,6 +76,9 @@ class LaunchSpec:
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     runner_processes: int = 256
     """Process budget for the whole sandbox: several jobs' children, plus the runner."""
+    workdir: Path | None = None
+    """A private host directory for this runner's sandbox files (a bundle, generated
+    /etc files); made by the caller, removed by it after the runner has ended."""
 
 
 class Backend(ABC):
@@ -81,6 +87,13 @@ class Backend(ABC):
     name: ClassVar[str]
     strength: ClassVar[int]
     """`auto` prefers the working backend with the highest strength."""
+    memory_overhead_mb: ClassVar[int] = 64
+    """Memory the sandbox itself uses besides the program: added to the cgroup limit."""
+    isolated: ClassVar[bool] = True
+    """False only for `none`: the runner then shares the host's processes and files."""
+    keeps_host_tasks: ClassVar[bool] = False
+    """True when the sandbox itself may keep host tasks after a job (gVisor's Sentry
+    threads): the session then replaces a runner whose task count stays high."""
 
     @abstractmethod
     def probe(self) -> str | None:
@@ -98,8 +111,35 @@ class Backend(ABC):
         """The host environment for the launching process (None: a minimal default)."""
         return None
 
+    def host_pids(self, spec: LaunchSpec) -> int:
+        """The pids-cgroup limit for the whole runner, as the host counts processes."""
+        return spec.runner_processes
+
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name}
+
+    def try_launch(self, timeout: float = 60.0) -> str | None:
+        """Start a tiny sandbox that runs a Python one-liner: None if it answered."""
+        workdir = Path(tempfile.mkdtemp(prefix=f"evaluator-probe-{self.name}-"))
+        try:
+            spec = LaunchSpec(
+                argv=[self.python(), "-I", "-S", "-c", "import os; print('ok', os.getuid())"],
+                workdir=workdir,
+            )
+            try:
+                done = subprocess.run(
+                    self.command(spec), env=self.environment(spec), capture_output=True,
+                    timeout=timeout, stdin=subprocess.DEVNULL, check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                return f"the test sandbox did not run: {exc}"
+            if done.returncode != 0 or not done.stdout.startswith(b"ok"):
+                said = (done.stderr or done.stdout).decode("utf-8", "replace").strip()
+                return (f"the test sandbox failed (status {done.returncode})"
+                        + (f": {said[-500:]}" if said else ""))
+            return None
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 _REGISTRY: dict[str, type[Backend]] = {}

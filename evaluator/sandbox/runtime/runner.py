@@ -26,6 +26,7 @@ Job kinds:
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import resource
@@ -43,6 +44,8 @@ import pyharness  # noqa: E402
 JOB_UID = int(os.environ["EVALUATOR_JOB_UID"]) if os.environ.get("EVALUATOR_JOB_UID") else None
 JOB_GID = int(os.environ.get("EVALUATOR_JOB_GID") or JOB_UID or 0)
 PRIVATE_PIDS = os.environ.get("EVALUATOR_PID_NAMESPACE") == "1"
+_LIBC = None
+"""The C library through ctypes, once loaded by `main` (for prctl)."""
 """Set only by backends that start us as PID 1 of our own PID namespace."""
 STORED_OUTPUT = 64 * 1024
 """Bytes of stdout/stderr kept per step; the rest is drained and counted."""
@@ -85,10 +88,11 @@ def _drop_privileges() -> None:
 def _child_setup(scratch: str, limits: dict, *, address_space: bool = True) -> None:
     os.setsid()
     # Should memory run out in the sandbox's cgroup, the kernel kills the program first.
-    with contextlib.suppress(OSError):
-        with open("/proc/self/oom_score_adj", "w") as handle:
-            handle.write("1000")
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
+        handle.write("1000")
     _drop_privileges()
+    # The runner ignores SIGINT (see `main`); the program gets Python's usual handler.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     os.chdir(scratch)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -426,15 +430,31 @@ def _preload() -> None:
                 __import__(name.strip())
 
 
+def _own_limits() -> dict[int, tuple[int, int]]:
+    return {which: resource.getrlimit(which) for which in (
+        resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC, resource.RLIMIT_CPU,
+        resource.RLIMIT_AS, resource.RLIMIT_FSIZE, resource.RLIMIT_DATA)}
+
+
 def main() -> int:
+    # As PID 1 we receive only signals we handle; Python handles SIGINT, so a program
+    # could otherwise stop us with it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _preload()
     scratch_root = os.environ.get("EVALUATOR_SCRATCH") or tempfile.mkdtemp(prefix="runner-")
     os.makedirs(scratch_root, exist_ok=True)
+    global _LIBC
     with contextlib.suppress(Exception):
         # Not dumpable: a sample running as the same user cannot ptrace us or read our memory.
         import ctypes
 
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+        _LIBC = ctypes.CDLL(None)
+        _LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+        if JOB_UID is not None and os.getuid() == 0:
+            # Empty the bounding set (our own capabilities stay): programs, which become
+            # JOB_UID, can then never regain a capability through anything they run.
+            for capability in range(64):
+                _LIBC.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP
     protocol_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
     protocol_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     # Children must not inherit the protocol pipes at 0 and 1.
@@ -447,6 +467,12 @@ def main() -> int:
                                    "pid_namespace": PRIVATE_PIDS and os.getpid() == 1,
                                    "python": sys.version.split()[0]}) + "\n")
     protocol_out.flush()
+    limits_at_start = _own_limits()
+    # Everything the runner holds goes to the collector's permanent generation: a forked
+    # child's collections then never walk (and so never copy) the runner's pages. Under
+    # bwrap that cut a child's fork-and-collect from 12 ms to 2.5 ms.
+    gc.collect()
+    gc.freeze()
     for line in protocol_in:
         if not line.strip():
             continue
@@ -455,8 +481,15 @@ def main() -> int:
             result = run_job(job, scratch_root)
         except Exception as exc:  # a bad job must not take the runner down
             result = {"id": None, "runner_error": f"{type(exc).__name__}: {exc}"}
+        # A program running as our own user (bwrap) may lower our rlimits with prlimit();
+        # a runner so poisoned says so, answers, and ends, and the host starts a fresh one.
+        poisoned = _own_limits() != limits_at_start
+        if poisoned:
+            result["runner_poisoned"] = "the program changed the runner's resource limits"
         protocol_out.write(json.dumps(result) + "\n")
         protocol_out.flush()
+        if poisoned:
+            return 3
     return 0
 
 
