@@ -187,7 +187,7 @@ def judge(answer: dict[str, Any], language: str) -> Verdict:
             verdict.message = record.get("message", "")
             return verdict
 
-    tests = [_outcome(r) for r in records if r.get("kind") == "test"]
+    tests = [outcome_from_record(r) for r in records if r.get("kind") == "test"]
     verdict.tests = tests
     exceptions = [r for r in records if r.get("kind") == "exception"]
     done = [r for r in records if r.get("kind") == "done"]
@@ -249,7 +249,7 @@ def judge(answer: dict[str, Any], language: str) -> Verdict:
     return verdict
 
 
-def _outcome(record: dict[str, Any]) -> TestOutcome:
+def outcome_from_record(record: dict[str, Any]) -> TestOutcome:
     return TestOutcome(
         index=int(record.get("index", 0)),
         source=str(record.get("source", "")),

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -217,8 +217,12 @@ class RunnerSession:
         return (memory_mb + self.limits.scratch_mb + self.backend.memory_overhead_mb) * MB
 
     # -- jobs -------------------------------------------------------------------------
-    def run(self, job: dict[str, Any]) -> dict[str, Any]:
+    def run(self, job: dict[str, Any],
+            on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Send one job and wait for its result.
+
+        With `on_progress`, the runner streams each test record as the program reports
+        it, and `on_progress` is called with it before the final answer arrives.
 
         Raises RunnerDied when the runner ends or hangs; the session is then closed, and
         the next `run` starts a fresh runner.
@@ -240,6 +244,8 @@ class RunnerSession:
                 oom_before = cgroup.oom_kills()
             refused_before = cgroup.pids_refused() if cgroup is not None else 0
             started = time.monotonic()
+            if on_progress is not None:
+                job = {**job, "stream": True}
             try:
                 self.process.stdin.write(json.dumps(job).encode() + b"\n")
                 self.process.stdin.flush()
@@ -247,7 +253,12 @@ class RunnerSession:
                 self.close()
                 raise RunnerDied(f"the runner is gone: {exc}") from exc
             try:
-                answer = self._read_line(_job_budget(job) + ANSWER_GRACE)
+                deadline = started + _job_budget(job) + ANSWER_GRACE
+                answer = self._read_line(deadline - time.monotonic())
+                while "progress" in answer:
+                    if on_progress is not None:
+                        on_progress(answer["progress"])
+                    answer = self._read_line(deadline - time.monotonic())
             except RunnerDied as exc:
                 oom = cgroup is not None and cgroup.oom_kills() > oom_before
                 refused = cgroup is not None and cgroup.pids_refused() > refused_before

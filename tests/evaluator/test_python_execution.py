@@ -264,3 +264,18 @@ def test_identical_programs_run_once_and_hit_the_cache(engine: Engine) -> None:
     assert again[-1]["cache_hits"] == 1
     assert again[-1]["executed"] == 0
     assert all(e["result"].cached for e in again if e["type"] == "sample_finished")
+
+
+def test_streamed_test_outcomes_arrive_before_the_sample_finishes() -> None:
+    problem = make_problem()
+    sample = Sample(task_id=problem.task_id, index=7, raw="    return a + b if a != 2 else 0\n",
+                    completion="    return a + b if a != 2 else 0\n")
+    with Engine(EngineConfig(backend="none", workers=1, stream_tests=True)) as eng:
+        events = list(eng.evaluate({problem.task_id: problem}, [sample]))
+    kinds = [e["type"] for e in events]
+    assert kinds == ["sample_started", "test_reported", "test_reported", "test_reported",
+                     "sample_finished", "run_finished"]
+    streamed = [e["outcome"] for e in events if e["type"] == "test_reported"]
+    final = next(e["result"] for e in events if e["type"] == "sample_finished")
+    assert streamed == list(final.tests)
+    assert all(e["completion_id"] == 7 for e in events if e["type"] == "test_reported")

@@ -50,6 +50,8 @@ _LIBC = None
 STORED_OUTPUT = 64 * 1024
 """Bytes of stdout/stderr kept per step; the rest is drained and counted."""
 REPORT_LIMIT = 32 * 1024 * 1024
+_PROTOCOL_OUT = None
+"""The host channel, once `main` has opened it: streamed test records go there too."""
 REPORT_FD = 3
 """The fd number at which command steps find their report pipe."""
 KILL_GRACE = 0.5
@@ -111,7 +113,7 @@ class _Reader:
         self.total = 0
         self.open = True
 
-    def read(self) -> None:
+    def read(self) -> bytes:
         try:
             chunk = os.read(self.fd, 65536)
         except OSError:
@@ -119,17 +121,52 @@ class _Reader:
         if not chunk:
             self.open = False
             os.close(self.fd)
-            return
+            return chunk
         self.total += len(chunk)
         room = self.keep - len(self.data)
         if room > 0:
             self.data += chunk[:room]
+        return chunk
 
     def text(self) -> str:
         text = self.data.decode("utf-8", "replace")
         if self.total > len(self.data):
             text += f"\n… [{self.total - len(self.data)} more bytes not kept]"
         return text
+
+
+class _ReportReader(_Reader):
+    """The report pipe: also forwards each genuine test record to the host as it arrives,
+    so a long program's outcomes can be watched live."""
+
+    def __init__(self, fd: int, keep: int, nonce: str, job_id: object) -> None:
+        super().__init__(fd, keep)
+        self.prefix = nonce.encode() + b" "
+        self.job_id = job_id
+        self.pending = b""
+
+    def read(self) -> bytes:
+        chunk = super().read()
+        if _PROTOCOL_OUT is None or not chunk:
+            return chunk
+        *lines, self.pending = (self.pending + chunk).split(b"\n")
+        for line in lines:
+            if not line.startswith(self.prefix):
+                continue
+            try:
+                record = json.loads(line[len(self.prefix):])
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("kind") == "test":
+                _PROTOCOL_OUT.write(json.dumps({"id": self.job_id, "progress": record}) + "\n")
+                _PROTOCOL_OUT.flush()
+        return chunk
+
+
+def _report_reader(fd: int, nonce: str, job: dict) -> _Reader:
+    if job.get("stream"):
+        return _ReportReader(fd, REPORT_LIMIT, nonce, job.get("id"))
+    return _Reader(fd, REPORT_LIMIT)
 
 
 def _kill_group(pid: int) -> None:
@@ -294,14 +331,15 @@ def _run_python(job: dict, scratch: str) -> dict:
     for fd in (out_w, err_w, rep_w):
         os.close(fd)
     readers = [_Reader(out_r, STORED_OUTPUT), _Reader(err_r, STORED_OUTPUT),
-               _Reader(rep_r, REPORT_LIMIT)]
+               _report_reader(rep_r, nonce, job)]
     step = _supervise(pid, readers, limits)
     step.update(name="run", stdout=readers[0].text(), stderr=readers[1].text())
     records, forged = _parse_report(bytes(readers[2].data), nonce)
     return {"steps": [step], "records": records, "forged_lines": forged}
 
 
-def _run_step(step: dict, scratch: str, env: dict, nonce: str | None) -> tuple[dict, bytes]:
+def _run_step(step: dict, scratch: str, env: dict, nonce: str | None,
+              job: dict | None = None) -> tuple[dict, bytes]:
     limits = step.get("limits", {})
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -341,7 +379,7 @@ def _run_step(step: dict, scratch: str, env: dict, nonce: str | None) -> tuple[d
             os.close(fd)
     readers = [_Reader(out_r, STORED_OUTPUT), _Reader(err_r, STORED_OUTPUT)]
     if rep_r is not None:
-        readers.append(_Reader(rep_r, REPORT_LIMIT))
+        readers.append(_report_reader(rep_r, nonce or "", job or {}))
     result = _supervise(pid, readers, limits)
     result.update(name=step.get("name", "run"), stdout=readers[0].text(),
                   stderr=readers[1].text())
@@ -375,7 +413,7 @@ def _run_command(job: dict, scratch: str) -> dict:
     forged = 0
     for step in job["steps"]:
         nonce = secrets.token_hex(16) if step.get("report") else None
-        result, report = _run_step(step, scratch, env, nonce)
+        result, report = _run_step(step, scratch, env, nonce, job)
         steps.append(result)
         if nonce:
             step_records, step_forged = _parse_report(report, nonce)
@@ -457,6 +495,8 @@ def main() -> int:
                 _LIBC.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP
     protocol_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
     protocol_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    global _PROTOCOL_OUT
+    _PROTOCOL_OUT = protocol_out
     # Children must not inherit the protocol pipes at 0 and 1.
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
