@@ -1,0 +1,166 @@
+// Live run page: joins ws/runs/<id>/ and applies the run's typed events (see
+// webapp/runs/events.py). Counts come from the event with the largest `done`, since events
+// of parallel chunks can arrive slightly out of order.
+(function () {
+  "use strict";
+  const configNode = document.getElementById("run-live-config");
+  if (!configNode) return;
+  const config = JSON.parse(configNode.textContent);
+  if (!config.live) return;
+
+  const LOG_LIMIT = 200;
+  const state = { done: config.done, logged: new Set(), finished: false, retries: 0 };
+  document.querySelectorAll("#log [data-sample]").forEach((node) => {
+    state.logged.add(Number(node.dataset.sample));
+  });
+  const $ = (id) => document.getElementById(id);
+
+  function text(tag, content, className) {
+    const node = document.createElement(tag);
+    node.textContent = content;
+    if (className) node.className = className;
+    return node;
+  }
+
+  function applyProgress(progress, force) {
+    if (!force && progress.done < state.done) return;
+    state.done = progress.done;
+    $("progress-bar").max = progress.total;
+    $("progress-bar").value = progress.done;
+    $("progress-text").textContent = progress.done + " / " + progress.total;
+    $("pass1").textContent = progress.pass1 === null ? "—" : progress.pass1.toFixed(3);
+    $("cached").textContent = progress.cached;
+    for (const [status, count] of Object.entries(progress.by_status)) {
+      const cell = document.querySelector('#counts [data-status="' + status + '"]');
+      if (cell) cell.textContent = count;
+    }
+  }
+
+  function testDots(tests, total) {
+    const list = document.createElement("span");
+    list.className = "tests-dots";
+    list.setAttribute("aria-label", tests.filter((t) => t.status === "passed").length + " of " + total + " tests passed");
+    for (const test of tests) {
+      const dot = text("span", "", "dot status-" + test.status);
+      dot.title = "#" + test.index + " " + test.status + ": " + test.source + (test.message ? " — " + test.message : "");
+      list.appendChild(dot);
+    }
+    return list;
+  }
+
+  function logEntry(entry, tests, total) {
+    const item = document.createElement("li");
+    item.className = "log-entry status-" + entry.status;
+    item.dataset.sample = entry.sample_id;
+    const link = text("a", entry.task_id + " #" + entry.completion_id);
+    link.href = entry.url;
+    item.appendChild(link);
+    item.appendChild(text("span", entry.status, "status status-" + entry.status));
+    item.appendChild(text("span", Math.round(entry.duration_ms) + " ms" + (entry.cached ? " · cached" : ""), "time"));
+    if (tests && tests.length) item.appendChild(testDots(tests, total));
+    if (entry.first_failure) {
+      const failure = document.createElement("span");
+      failure.className = "failure";
+      if (entry.first_failure.source) failure.appendChild(text("code", entry.first_failure.source.slice(0, 120)));
+      failure.appendChild(document.createTextNode(" " + (entry.first_failure.message || "").slice(0, 160)));
+      item.appendChild(failure);
+    }
+    return item;
+  }
+
+  function addLog(entry, tests, total) {
+    if (state.logged.has(entry.sample_id)) return;
+    state.logged.add(entry.sample_id);
+    const log = $("log");
+    log.insertBefore(logEntry(entry, tests, total), log.firstChild);
+    while (log.children.length > LOG_LIMIT) log.removeChild(log.lastChild);
+  }
+
+  function started(event) {
+    const item = document.createElement("li");
+    item.id = "running-" + event.sample_id;
+    item.appendChild(text("span", event.task_id + " #" + event.completion_id, "task"));
+    item.appendChild(text("span", "running…", "status status-pending"));
+    $("running").appendChild(item);
+  }
+
+  function finished(event) {
+    const entry = event.entry;
+    const running = document.getElementById("running-" + entry.sample_id);
+    if (running) {
+      // Its per-test outcomes, shown where it was running, then it moves to the log.
+      running.replaceChildren(text("span", entry.task_id + " #" + entry.completion_id, "task"),
+        text("span", entry.status, "status status-" + entry.status), testDots(event.tests, event.tests_total));
+      setTimeout(() => running.remove(), 1500);
+    }
+    addLog(entry, event.tests, event.tests_total);
+    applyProgress(event.progress, false);
+  }
+
+  function setStatus(status) {
+    const node = $("run-status");
+    node.textContent = status.charAt(0).toUpperCase() + status.slice(1);
+    node.className = "status status-" + status;
+  }
+
+  function showScores(values) {
+    const body = document.querySelector("#pass-at-k tbody");
+    if (!values.length) return;
+    body.replaceChildren();
+    for (const value of values) {
+      const row = document.createElement("tr");
+      row.appendChild(text("td", String(value.k)));
+      row.appendChild(text("td", value.value.toFixed(4)));
+      row.appendChild(text("td", value.low.toFixed(4) + " – " + value.high.toFixed(4)));
+      body.appendChild(row);
+    }
+  }
+
+  const handlers = {
+    snapshot(event) {
+      applyProgress(event.progress, true);
+      setStatus(event.status);
+      for (const entry of event.log) addLog(entry, null, 0);
+      showScores(event.pass_at_k);
+      if (["finished", "cancelled", "failed"].includes(event.status)) done(event.status);
+    },
+    run_status(event) { setStatus(event.status); applyProgress(event.progress, false); },
+    sample_started: started,
+    sample_finished: finished,
+    run_finished(event) {
+      setStatus(event.status);
+      applyProgress(event.progress, true);
+      showScores(event.pass_at_k);
+      done(event.status);
+    },
+  };
+
+  let socket = null;
+  function done(status) {
+    state.finished = true;
+    $("live-state").textContent = "· " + status + " — reload for the per-problem table";
+    $("running").replaceChildren();
+    const cancel = document.getElementById("cancel-form");
+    if (cancel) cancel.remove();  // Re-run appears with the reload.
+    if (socket) socket.close();
+  }
+
+  function connect() {
+    const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    socket = new WebSocket(scheme + window.location.host + config.ws_path);
+    socket.onopen = () => { state.retries = 0; $("live-state").textContent = "· live"; };
+    socket.onmessage = (message) => {
+      const event = JSON.parse(message.data);
+      const handler = handlers[event.type];
+      if (handler) handler(event);
+    };
+    socket.onclose = () => {
+      if (state.finished) return;
+      // Reconnect with backoff; the snapshot on reconnect fills any gap.
+      state.retries += 1;
+      $("live-state").textContent = "· reconnecting…";
+      setTimeout(connect, Math.min(10000, 500 * 2 ** state.retries));
+    };
+  }
+  connect();
+})();

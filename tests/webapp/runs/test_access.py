@@ -1,0 +1,137 @@
+"""Who may see a run: `get_run_for_user` behind every page and API endpoint.
+
+An outsider gets a 404 from every endpoint, exactly as for a run that does not exist.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from tests.webapp.factories import RunFactory
+from tests.webapp.support import client_for
+from webapp.runs.models import Run
+
+GET_ENDPOINTS = [
+    "/runs/{run}/",
+    "/runs/{run}/samples/{sample}/",
+    "/api/runs/{run}",
+    "/api/runs/{run}/results",
+]
+POST_ENDPOINTS = ["/runs/{run}/cancel/", "/runs/{run}/rerun/"]
+
+
+@pytest.fixture
+def finished_run(personas, humaneval, samples_file, token_client,
+                 django_capture_on_commit_callbacks) -> Run:
+    client = token_client(personas.owner)
+    with samples_file.open("rb") as handle, django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/api/runs", {"file": handle, "dataset": "humaneval/python/en",
+                                             "team": "lab", "visibility": "team"})
+    assert response.status_code == 201, response.content
+    return Run.objects.get(pk=response.json()["id"])
+
+
+def _urls(run: Run, templates: list[str]) -> list[str]:
+    sample = run.samples.first()
+    return [t.format(run=run.pk, sample=sample.pk if sample else 0) for t in templates]
+
+
+def test_outsider_gets_404_from_every_run_endpoint(personas, finished_run):
+    outsider = client_for(personas.outsider)
+    for url in _urls(finished_run, GET_ENDPOINTS):
+        assert outsider.get(url).status_code == 404, url
+    for url in _urls(finished_run, POST_ENDPOINTS):
+        assert outsider.post(url).status_code == 404, url
+    finished_run.refresh_from_db()
+    assert finished_run.status == Run.Status.FINISHED
+    assert Run.objects.count() == 1, "the outsider's re-run created nothing"
+
+
+def test_outsider_with_a_token_gets_404_from_the_api(personas, finished_run, token_client):
+    client = token_client(personas.outsider)
+    assert client.get(f"/api/runs/{finished_run.pk}").status_code == 404
+    assert client.get(f"/api/runs/{finished_run.pk}/results").status_code == 404
+
+
+def test_404_for_an_outsider_looks_like_a_missing_run(personas, finished_run, token_client):
+    client = token_client(personas.outsider)
+    hidden = client.get(f"/api/runs/{finished_run.pk}")
+    missing = client.get("/api/runs/999999")
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.json() == missing.json()
+
+
+def test_teammate_sees_a_team_run_on_every_endpoint(personas, finished_run):
+    teammate = client_for(personas.teammate)
+    for url in _urls(finished_run, GET_ENDPOINTS):
+        assert teammate.get(url).status_code == 200, url
+
+
+def test_teammate_cannot_cancel_or_rerun_but_team_owner_can(personas, humaneval):
+    run = RunFactory(owner=personas.teammate, team=personas.team, dataset=humaneval,
+                     status=Run.Status.RUNNING)
+    other = RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval,
+                       status=Run.Status.RUNNING)
+    assert client_for(personas.teammate).post(f"/runs/{other.pk}/cancel/").status_code == 403
+    response = client_for(personas.owner).post(f"/runs/{run.pk}/cancel/")
+    assert response.status_code == 302
+    run.refresh_from_db()
+    other.refresh_from_db()
+    assert run.status == Run.Status.CANCELLED
+    assert other.status == Run.Status.RUNNING
+
+
+@pytest.mark.parametrize(
+    ("visibility", "viewer", "expected"),
+    [
+        ("private", "owner", 200),
+        ("private", "teammate", 404),
+        ("private", "outsider", 404),
+        ("private", "anonymous", 404),
+        ("team", "teammate", 200),
+        ("team", "outsider", 404),
+        ("team", "anonymous", 404),
+        ("public", "outsider", 200),
+        ("public", "anonymous", 200),
+    ],
+)
+def test_visibility_rules(visibility, viewer, expected, personas, humaneval):
+    run = RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval,
+                     visibility=visibility)
+    client = Client() if viewer == "anonymous" else client_for(getattr(personas, viewer))
+    assert client.get(f"/runs/{run.pk}/").status_code == expected
+
+
+def test_run_list_shows_only_visible_runs(personas, humaneval):
+    RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval, name="secret-run",
+               visibility="private")
+    RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval, name="team-run")
+    RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval, name="open-run",
+               visibility="public")
+    page = client_for(personas.outsider).get("/").content.decode()
+    assert "open-run" in page
+    assert "team-run" not in page
+    assert "secret-run" not in page
+    teammate_page = client_for(personas.teammate).get("/").content.decode()
+    assert "team-run" in teammate_page
+    assert "secret-run" not in teammate_page
+
+
+def test_sample_of_another_run_is_404(personas, finished_run, humaneval):
+    mine = RunFactory(owner=personas.outsider, team=personas.outsider.teams.first(),
+                      dataset=humaneval)
+    sample = finished_run.samples.first()
+    response = client_for(personas.outsider).get(f"/runs/{mine.pk}/samples/{sample.pk}/")
+    assert response.status_code == 404
+
+
+def test_staged_upload_token_is_bound_to_its_user(personas, humaneval, samples_file):
+    owner = client_for(personas.owner)
+    with samples_file.open("rb") as handle:
+        response = owner.post("/runs/new/", {"file": handle, "dataset": str(humaneval.pk),
+                                             "sanitize": "on", "visibility": "team"})
+    token = response.context["confirm"].initial["token"]
+    stolen = client_for(personas.outsider).post("/runs/new/confirm/", {"token": token})
+    assert stolen.status_code == 302
+    assert Run.objects.count() == 0

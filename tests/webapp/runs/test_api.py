@@ -1,0 +1,124 @@
+"""`GET /api/runs/<id>`, its results, the dataset list, and token authentication."""
+
+from __future__ import annotations
+
+import json
+
+from django.test import Client
+
+from tests.webapp.support import client_for
+from webapp.runs.models import Run
+from webapp.teams.services import token_issue, token_revoke
+
+
+def _create(client: Client, samples_file, capture) -> Run:
+    with samples_file.open("rb") as handle, capture(execute=True):
+        response = client.post("/api/runs", {"file": handle, "dataset": "humaneval/python/en"})
+    assert response.status_code == 201, response.content
+    return Run.objects.get(pk=response.json()["id"])
+
+
+def test_run_json_has_status_progress_pass_at_k_and_problems(
+    personas, humaneval, samples_file, token_client, django_capture_on_commit_callbacks
+):
+    client = token_client(personas.owner)
+    run = _create(client, samples_file, django_capture_on_commit_callbacks)
+    body = client.get(f"/api/runs/{run.pk}").json()
+    assert body["status"] == "finished"
+    assert body["progress"]["done"] == body["progress"]["total"] == 4
+    assert body["progress"]["by_status"]["passed"] == 1
+    assert [m["k"] for m in body["pass_at_k"]] == [1, 2]
+    pass1 = body["pass_at_k"][0]
+    assert pass1["value"] == 0.25  # HumanEval/0: 1 of 2; HumanEval/1: 0 of 2.
+    assert pass1["low"] <= pass1["value"] <= pass1["high"]
+    problems = {p["task_id"]: p for p in body["problems"]}
+    assert problems["HumanEval/0"]["n"] == 2
+    assert problems["HumanEval/0"]["c"] == 1
+    assert problems["HumanEval/0"]["pass_at_k"]["1"] == 0.5
+    assert problems["HumanEval/1"]["top_failure"].startswith("ValueError")
+    assert body["sandbox"] == "none"
+
+
+def test_results_are_json_lines_in_file_order(personas, humaneval, samples_file, token_client,
+                                              django_capture_on_commit_callbacks):
+    client = token_client(personas.owner)
+    run = _create(client, samples_file, django_capture_on_commit_callbacks)
+    response = client.get(f"/api/runs/{run.pk}/results")
+    lines = [json.loads(line) for line in response.content.decode().splitlines()]
+    assert [(x["task_id"], x["completion_id"]) for x in lines] == [
+        ("HumanEval/0", 0), ("HumanEval/0", 1), ("HumanEval/1", 0), ("HumanEval/1", 1)]
+    assert [x["passed"] for x in lines] == [True, False, False, False]
+    assert lines[2]["status"] == "error"
+    assert lines[0]["tests"], "per-test outcomes are kept"
+
+
+def test_signed_in_browser_can_read_the_api(personas, humaneval, samples_file, token_client,
+                                            django_capture_on_commit_callbacks):
+    run = _create(token_client(personas.owner), samples_file, django_capture_on_commit_callbacks)
+    assert client_for(personas.owner).get(f"/api/runs/{run.pk}").status_code == 200
+
+
+def test_dataset_list(personas, humaneval, token_client):
+    body = token_client(personas.owner).get("/api/datasets").json()
+    assert body["datasets"][0]["key"] == "humaneval/python/en"
+    assert body["datasets"][0]["problems"] == 164
+
+
+def test_missing_token_is_401_and_stores_nothing(personas, humaneval, samples_file):
+    with samples_file.open("rb") as handle:
+        response = Client().post("/api/runs", {"file": handle, "dataset": "humaneval/python/en"})
+    assert response.status_code == 401
+    assert "token" in response.json()["message"]
+    assert Run.objects.count() == 0
+
+
+def test_session_cookie_cannot_create_runs(personas, humaneval, samples_file):
+    # Writes take a token only, so a cross-site form riding on the cookie gets nowhere.
+    with samples_file.open("rb") as handle:
+        response = client_for(personas.owner).post(
+            "/api/runs", {"file": handle, "dataset": "humaneval/python/en"})
+    assert response.status_code == 401
+    assert Run.objects.count() == 0
+
+
+def test_revoked_token_is_401_and_stores_nothing(personas, humaneval, samples_file):
+    issued = token_issue(user=personas.owner, name="ci")
+    assert token_revoke(user=personas.owner, token_id=issued.token.pk)
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {issued.secret}")
+    with samples_file.open("rb") as handle:
+        response = client.post("/api/runs", {"file": handle, "dataset": "humaneval/python/en"})
+    assert response.status_code == 401
+    assert "revoked" in response.json()["message"]
+    assert client.get("/api/datasets").status_code == 401
+    assert Run.objects.count() == 0
+
+
+def test_unknown_token_and_bad_scheme_are_401(personas, humaneval):
+    assert Client(HTTP_AUTHORIZATION="Bearer wb_nope_nope").get(
+        "/api/datasets").status_code == 401
+    assert Client(HTTP_AUTHORIZATION="Basic abc").get("/api/datasets").status_code == 401
+
+
+def test_token_of_an_inactive_user_is_refused(personas, humaneval):
+    issued = token_issue(user=personas.owner, name="ci")
+    personas.owner.is_active = False
+    personas.owner.save()
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {issued.secret}")
+    assert client.get("/api/datasets").status_code == 401
+
+
+def test_only_a_hash_of_the_token_is_stored(personas):
+    issued = token_issue(user=personas.owner, name="ci")
+    issued.token.refresh_from_db()
+    assert issued.secret not in (issued.token.digest, issued.token.prefix)
+    assert issued.secret.startswith(f"wb_{issued.token.prefix}_")
+
+
+def test_run_page_queries_do_not_grow_with_problems(
+    personas, humaneval, samples_file, token_client, django_capture_on_commit_callbacks,
+    django_assert_max_num_queries,
+):
+    run = _create(token_client(personas.owner), samples_file, django_capture_on_commit_callbacks)
+    client = client_for(personas.owner)
+    with django_assert_max_num_queries(15):
+        assert client.get(f"/runs/{run.pk}/").status_code == 200

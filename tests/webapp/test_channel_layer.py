@@ -1,0 +1,87 @@
+"""The SQLite channel layer of the embedded set-up: messages cross layer instances (as they
+cross processes: a worker's emitter and the web server's consumers)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from channels.exceptions import ChannelFull
+
+from webapp.channel_layers import SQLiteChannelLayer
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def test_group_send_reaches_a_member_in_another_instance(tmp_path):
+    path = str(tmp_path / "layer.sqlite3")
+
+    async def scenario():
+        web, worker = SQLiteChannelLayer(path, poll_interval=0.01), SQLiteChannelLayer(path)
+        channel = await web.new_channel()
+        await web.group_add("run-1", channel)
+        for number in range(3):
+            await worker.group_send("run-1", {"type": "run.event", "n": number})
+        received = [await asyncio.wait_for(web.receive(channel), 2) for _ in range(3)]
+        await web.close()
+        await worker.close()
+        return received
+
+    assert [m["n"] for m in run(scenario())] == [0, 1, 2]
+
+
+def test_discarded_member_gets_nothing(tmp_path):
+    path = str(tmp_path / "layer.sqlite3")
+
+    async def scenario():
+        layer = SQLiteChannelLayer(path, poll_interval=0.01)
+        channel = await layer.new_channel()
+        await layer.group_add("run-2", channel)
+        await layer.group_discard("run-2", channel)
+        await layer.group_send("run-2", {"type": "run.event"})
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(layer.receive(channel), 0.3)
+
+    run(scenario())
+
+
+def test_send_to_a_full_channel_raises(tmp_path):
+    async def scenario():
+        layer = SQLiteChannelLayer(str(tmp_path / "layer.sqlite3"), capacity=2)
+        await layer.send("direct.one", {"type": "x"})
+        await layer.send("direct.one", {"type": "x"})
+        with pytest.raises(ChannelFull):
+            await layer.send("direct.one", {"type": "x"})
+
+    run(scenario())
+
+
+def test_expired_messages_are_not_delivered(tmp_path):
+    async def scenario():
+        layer = SQLiteChannelLayer(str(tmp_path / "layer.sqlite3"), expiry=-1, poll_interval=0.01)
+        await layer.send("direct.two", {"type": "x"})
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(layer.receive("direct.two"), 0.2)
+
+    run(scenario())
+
+
+def test_flush_empties_groups_and_messages(tmp_path):
+    async def scenario():
+        layer = SQLiteChannelLayer(str(tmp_path / "layer.sqlite3"), poll_interval=0.01)
+        await layer.group_add("run-3", "direct.three")
+        await layer.send("direct.three", {"type": "x"})
+        await layer.flush()
+        await layer.group_send("run-3", {"type": "y"})
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(layer.receive("direct.three"), 0.2)
+
+    run(scenario())
+
+
+def test_invalid_group_name_is_refused(tmp_path):
+    layer = SQLiteChannelLayer(str(tmp_path / "layer.sqlite3"))
+    with pytest.raises(TypeError):
+        run(layer.group_send("bad name!", {"type": "x"}))

@@ -1,0 +1,87 @@
+"""A run's scores, computed once all its chunks are done: pass@k per problem and overall."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from evaluator.metrics import curve_with_ci, pass_at_k_array, pass_at_k_curve, reportable_ks
+from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
+from webapp.runs.selectors import REPORTED_KS
+from webapp.runs.services import emit_run_finished
+
+RESAMPLES = 2000
+CONFIDENCE = 0.95
+SEED = 0
+
+
+def problem_interval(n: int, c: int, k: int) -> tuple[float, float]:
+    """A bootstrap interval for one problem's pass@k: resample its n samples (so c is
+    drawn from Binomial(n, c/n)) and take the percentiles of pass@k."""
+    draws = np.random.default_rng(SEED).binomial(n, c / n, size=RESAMPLES)
+    values = pass_at_k_array(n, draws, k)
+    tail = (1.0 - CONFIDENCE) / 2.0
+    low, high = np.quantile(values, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def run_finalize(*, run_id: int) -> bool:
+    """Compute and store the scores of a run whose chunks are all done; then mark it finished.
+
+    Claimed atomically (running -> aggregating), so only one caller computes.
+    """
+    claimed = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
+        status=Run.Status.AGGREGATING
+    )
+    if not claimed:
+        return False
+    run = Run.objects.get(pk=run_id)
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    problem_ids: dict[str, int] = {}
+    failures: dict[str, Counter[str]] = defaultdict(Counter)
+    rows = (
+        Sample.objects.filter(run=run)
+        .exclude(status="pending")
+        .values_list("task_id", "variant__problem_id", "status", "error_type", "message")
+    )
+    for task_id, problem_id, status, error_type, message in rows.iterator(chunk_size=2000):
+        counts[task_id][status] += 1
+        problem_ids[task_id] = problem_id
+        if status != "passed":
+            first_line = (message or "").strip().splitlines()[:1]
+            failures[task_id][f"{error_type or status}: {first_line[0] if first_line else ''}"] += 1
+
+    task_ids = sorted(counts, key=lambda t: int(t.rsplit("/", 1)[1]))
+    ns = [sum(counts[t].values()) for t in task_ids]
+    cs = [counts[t]["passed"] for t in task_ids]
+    results = []
+    for task_id, n, c in zip(task_ids, ns, cs, strict=True):
+        curve = pass_at_k_curve([n], [c])
+        results.append(ProblemResult(
+            run=run, problem_id=problem_ids[task_id], task_id=task_id, n=n, c=c,
+            counts=dict(counts[task_id]),
+            pass_at_k={str(k): round(v, 6) for k, v in curve.items()},
+            intervals={str(k): [round(x, 6) for x in problem_interval(n, c, k)]
+                       for k in reportable_ks([n], REPORTED_KS)},
+            top_failure=(failures[task_id].most_common(1)[0][0][:300]
+                         if failures[task_id] else ""),
+        ))
+    metrics = []
+    if task_ids:
+        for point in curve_with_ci(ns, cs, confidence=CONFIDENCE, resamples=RESAMPLES,
+                                   seed=SEED, task_ids=task_ids):
+            metrics.append(RunMetric(run=run, k=point.k, value=point.value, low=point.low,
+                                     high=point.high, problems=point.problems))
+    with transaction.atomic():
+        ProblemResult.objects.filter(run=run).delete()
+        RunMetric.objects.filter(run=run).delete()
+        ProblemResult.objects.bulk_create(results, batch_size=500)
+        RunMetric.objects.bulk_create(metrics, batch_size=500)
+        Run.objects.filter(pk=run_id, status=Run.Status.AGGREGATING).update(
+            status=Run.Status.FINISHED, finished_at=timezone.now()
+        )
+    emit_run_finished(run_id=run_id)
+    return True

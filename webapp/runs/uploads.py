@@ -1,0 +1,270 @@
+"""Generation files on their way in: streamed to disk under a size limit, then checked.
+
+Nothing here writes to the database. A file is checked by the evaluator's reader against
+the chosen dataset's problems; only a file without errors can become a run.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import secrets
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core import signing
+from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
+from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandler
+
+from evaluator.records import HARNESS_VERSION
+from evaluator.samples import FileIssue, SampleFile, read_samples
+from webapp.benchmarks.models import Dataset
+from webapp.benchmarks.selectors import dataset_problems
+
+ACCEPTED_SUFFIXES = (".jsonl", ".jsonl.gz")
+MAX_LINE_BYTES = 4 * 1024 * 1024
+STAGING_MAX_AGE = 3600
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class BoundedUploadHandler(TemporaryFileUploadHandler):
+    """Writes every upload to a temporary file as it arrives, hashing it on the way, and
+    stops reading once the size limit is passed (the view then says so)."""
+
+    def new_file(self, *args: Any, **kwargs: Any) -> None:
+        super().new_file(*args, **kwargs)
+        self._digest = hashlib.sha256()
+        self._size = 0
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
+        self._size += len(raw_data)
+        if self._size > settings.UPLOAD_MAX_BYTES:
+            self.request.upload_too_large = True  # type: ignore[attr-defined]
+            raise StopUpload(connection_reset=False)
+        self._digest.update(raw_data)
+        return super().receive_data_chunk(raw_data, start)  # type: ignore[no-any-return]
+
+    def file_complete(self, file_size: int) -> UploadedFile:
+        uploaded = super().file_complete(file_size)
+        uploaded.sha256 = self._digest.hexdigest()  # type: ignore[attr-defined]
+        return uploaded  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Issue:
+    line: int | None
+    field: str | None
+    code: str
+    message: str
+    severity: str = "error"
+
+    @classmethod
+    def of(cls, issue: FileIssue) -> Issue:
+        return cls(issue.line, issue.field, issue.code, issue.message, issue.severity)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "field": self.field, "code": self.code,
+                "message": self.message, "severity": self.severity}
+
+
+@dataclass(frozen=True)
+class EvaluationOptions:
+    """What decides a verdict besides the file and the dataset; part of a run's fingerprint."""
+
+    sanitize: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sanitize": self.sanitize,
+            "sandbox": settings.EVALUATOR_SANDBOX,
+            "timeout_seconds": settings.EVALUATOR_TIMEOUT_SECONDS,
+            "memory_mb": settings.EVALUATOR_MEMORY_MB,
+            "task": "generation",
+            "tests": "hidden",
+            "harness_version": HARNESS_VERSION,
+        }
+
+
+@dataclass(frozen=True)
+class UploadCheck:
+    """The verdict on one staged file: its issues, and what it holds when it is usable."""
+
+    path: Path
+    file_name: str
+    sha256: str
+    size: int
+    dataset: Dataset
+    options: dict[str, Any]
+    issues: tuple[Issue, ...] = ()
+    parsed: SampleFile | None = field(default=None, repr=False)
+
+    @property
+    def errors(self) -> tuple[Issue, ...]:
+        return tuple(issue for issue in self.issues if issue.severity == "error")
+
+    @property
+    def warnings(self) -> tuple[Issue, ...]:
+        return tuple(issue for issue in self.issues if issue.severity == "warning")
+
+    @property
+    def ok(self) -> bool:
+        return self.parsed is not None and not self.errors
+
+    @property
+    def fingerprint(self) -> str:
+        body = json.dumps(
+            {"file": self.sha256, "dataset": self.dataset.pk, "options": self.options},
+            sort_keys=True,
+        )
+        return hashlib.sha256(body.encode()).hexdigest()
+
+    def coverage_dict(self) -> dict[str, Any]:
+        if self.parsed is None:
+            return {}
+        coverage = self.parsed.coverage
+        return {
+            "tasks_total": coverage.tasks_total,
+            "tasks_with_samples": coverage.tasks_with_samples,
+            "missing_tasks": list(coverage.missing_tasks),
+            "samples_total": coverage.samples_total,
+            "min_n": coverage.min_n,
+            "max_n": coverage.max_n,
+            "max_k": coverage.max_k,
+            "unequal_n": coverage.unequal_n,
+            "layout": self.parsed.layout,
+            "sanitized": sum(1 for sample in self.parsed.samples if sample.sanitized),
+        }
+
+
+def has_accepted_suffix(name: str) -> bool:
+    return name.lower().endswith(ACCEPTED_SUFFIXES)
+
+
+def _expanded_size_issue(path: Path) -> Issue | None:
+    """Refuse a gzip file that expands past the limit, before the reader holds its lines."""
+    with path.open("rb") as handle:
+        if handle.read(2) != _GZIP_MAGIC:
+            return None
+    limit = settings.UPLOAD_MAX_EXPANDED_BYTES
+    total = 0
+    try:
+        with gzip.open(path, "rb") as stream:
+            while chunk := stream.read(1 << 20):
+                total += len(chunk)
+                if total > limit:
+                    return Issue(None, None, "too_large",
+                                 f"The file expands to more than {limit:,} bytes when "
+                                 "decompressed, over this server's limit.")
+    except (OSError, EOFError, zlib.error):
+        return None  # The reader reports corrupt or truncated gzip with its line.
+    return None
+
+
+def upload_check(
+    *, path: Path, file_name: str, sha256: str, size: int, dataset: Dataset,
+    options: EvaluationOptions,
+) -> UploadCheck:
+    base = UploadCheck(path=path, file_name=file_name, sha256=sha256, size=size,
+                       dataset=dataset, options=options.to_dict())
+    if not has_accepted_suffix(file_name):
+        return _with(base, Issue(None, None, "bad_extension",
+                                 f"{file_name!r} is not a .jsonl or .jsonl.gz file."))
+    if size == 0:
+        return _with(base, Issue(None, None, "empty_file", "The file is empty: it has no records."))
+    expanded = _expanded_size_issue(path)
+    if expanded is not None:
+        return _with(base, expanded)
+    problems = dataset_problems(dataset=dataset)
+    parsed = read_samples(path, list(problems.values()), sanitize=options.sanitize,
+                          max_line_bytes=MAX_LINE_BYTES)
+    issues = [Issue.of(issue) for issue in parsed.issues]
+    # PostgreSQL text cannot hold NUL characters, and no real program needs one.
+    issues.extend(
+        Issue(sample.line, None, "nul_character",
+              f"Line {sample.line} contains a NUL character (\\u0000), which cannot be stored.")
+        for sample in parsed.samples
+        if "\x00" in sample.raw
+    )
+    if parsed.ok and not parsed.samples:
+        issues.append(Issue(None, None, "empty_file", "The file holds no samples."))
+    return UploadCheck(**{**base.__dict__, "issues": tuple(issues), "parsed": parsed})
+
+
+def _with(base: UploadCheck, issue: Issue) -> UploadCheck:
+    return UploadCheck(**{**base.__dict__, "issues": (issue,)})
+
+
+# -- staging between the check and the confirmation ------------------------------------------
+def staging_dir() -> Path:
+    folder = Path(settings.UPLOAD_DIR) / "staged"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def stage_uploaded_file(uploaded: UploadedFile) -> tuple[Path, str, int]:
+    """Move an uploaded file into the staging folder; (path, sha256, size)."""
+    _sweep_staging()
+    suffix = ".jsonl.gz" if (uploaded.name or "").lower().endswith(".gz") else ".jsonl"
+    target = staging_dir() / f"{secrets.token_hex(16)}{suffix}"
+    if isinstance(uploaded, TemporaryUploadedFile):
+        uploaded.file.flush()
+        # Same folder tree, so a rename: a large upload is not copied. Django's temporary
+        # file tolerates its path having moved when it is closed.
+        os.replace(uploaded.temporary_file_path(), target)
+        digest = getattr(uploaded, "sha256", None) or file_sha256(target)
+    else:
+        with target.open("wb") as out:
+            for chunk in uploaded.chunks():
+                out.write(chunk)
+        digest = file_sha256(target)
+    return target, digest, target.stat().st_size
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _sweep_staging() -> None:
+    # Staged files that were never confirmed are removed after a day.
+    cutoff = time.time() - 86400
+    for path in staging_dir().iterdir():
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+        except FileNotFoundError:
+            continue
+
+
+def discard_staged(path: Path) -> None:
+    if path.parent == staging_dir():
+        path.unlink(missing_ok=True)
+
+
+_SIGNING_SALT = "webapp.runs.staged-upload"
+
+
+def staged_token(payload: dict[str, Any]) -> str:
+    return signing.dumps(payload, salt=_SIGNING_SALT)
+
+
+def staged_payload(token: str) -> dict[str, Any] | None:
+    """The payload of a token made by `staged_token`, if genuine and under an hour old."""
+    try:
+        payload: dict[str, Any] = signing.loads(token, salt=_SIGNING_SALT, max_age=STAGING_MAX_AGE)
+    except signing.BadSignature:
+        return None
+    path = staging_dir() / os.path.basename(str(payload.get("staged", "")))
+    if not path.is_file():
+        return None
+    payload["path"] = path
+    return payload

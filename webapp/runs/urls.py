@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from webapp.runs import views
+
+app_name = "runs"
+urlpatterns = [
+    path("", views.run_list, name="list"),
+    path("runs/new/", views.upload, name="upload"),
+    path("runs/new/confirm/", views.upload_confirm, name="upload_confirm"),
+    path("runs/<int:run_id>/", views.run_detail, name="detail"),
+    path("runs/<int:run_id>/cancel/", views.cancel, name="cancel"),
+    path("runs/<int:run_id>/rerun/", views.rerun, name="rerun"),
+    path("runs/<int:run_id>/samples/<int:sample_id>/", views.sample_detail, name="sample"),
+]

@@ -1,0 +1,226 @@
+"""Django settings, read from the environment.
+
+With no variables set this is the embedded default: SQLite under `var/`, a filesystem
+Celery broker and a SQLite channel layer, so `make run` needs no servers. Production sets
+DATABASE_URL (PostgreSQL) and REDIS_URL (broker and channel layer); see docs/webapp.md.
+"""
+
+from __future__ import annotations
+
+import secrets
+import warnings
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+
+from webapp.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_optional,
+    env_path,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = env_path("WORKBENCH_VAR_DIR", BASE_DIR / "var")
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _local_secret_key(var_dir: Path) -> str:
+    # The embedded default keeps a random key beside its database, so sessions survive a
+    # restart without anyone having to invent a secret.
+    path = var_dir / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = env_optional("DJANGO_SECRET_KEY") or _local_secret_key(VAR_DIR)
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
+    # The proxy terminates TLS and says so in this header; trust it only when told to.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "webapp.teams",
+    "webapp.benchmarks",
+    "webapp.runs",
+    "webapp.compare",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+ASGI_APPLICATION = "webapp.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database(url: str) -> dict[str, Any]:
+    config: dict[str, Any] = dict(
+        dj_database_url.parse(url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0))
+    )
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        # The web server and every worker process write to the same file: WAL lets readers
+        # run beside a writer, IMMEDIATE transactions take the write lock up front (no
+        # deadlock on upgrading a read lock), and the timeout waits out a busy writer.
+        config["OPTIONS"] = {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+        }
+    return config
+
+
+DATABASES = {
+    "default": _database(env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")),
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "runs:list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = env_path("DJANGO_STATIC_ROOT", VAR_DIR / "staticfiles")
+# WhiteNoise gives Django a synchronous file iterator, which Django under ASGI reads in a
+# thread and warns about for every static file: harmless, and only noise in the logs.
+warnings.filterwarnings(
+    "ignore", message="StreamingHttpResponse must consume synchronous iterators"
+)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# -- uploads ------------------------------------------------------------------------------
+UPLOAD_MAX_BYTES = env_int("WORKBENCH_UPLOAD_MAX_BYTES", 256 * 1024 * 1024, minimum=1)
+"""Largest generations file accepted, as uploaded (compressed size for .jsonl.gz)."""
+UPLOAD_MAX_EXPANDED_BYTES = env_int(
+    "WORKBENCH_UPLOAD_MAX_EXPANDED_BYTES", 4 * UPLOAD_MAX_BYTES, minimum=1
+)
+"""Largest size a .jsonl.gz may decompress to: a small gzip bomb must not fill memory."""
+UPLOAD_DIR = VAR_DIR / "uploads"
+UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
+FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR)
+# Every uploaded file goes to disk as it arrives, whatever its size, through a handler that
+# stops at the size limit and hashes as it writes.
+FILE_UPLOAD_HANDLERS = ["webapp.runs.uploads.BoundedUploadHandler"]
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+# -- evaluation ---------------------------------------------------------------------------
+EVALUATOR_SANDBOX = env_choice("EVALUATOR_SANDBOX", "auto", ("auto", "none", "bwrap", "gvisor"))
+EVALUATOR_WORKERS = env_int("EVALUATOR_WORKERS", 1, minimum=1)
+"""Programs one chunk task runs at a time; scale out with worker processes instead."""
+EVALUATOR_TIMEOUT_SECONDS = env_float("EVALUATOR_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+EVALUATOR_MEMORY_MB = env_int("EVALUATOR_MEMORY_MB", 1024, minimum=64)
+CHUNK_SAMPLES = env_int("WORKBENCH_CHUNK_SAMPLES", 25, minimum=1)
+"""A chunk holds whole problems and at least this many samples (the last may hold fewer)."""
+CHUNK_TIME_LIMIT = env_int("WORKBENCH_CHUNK_TIME_LIMIT", 3600, minimum=10)
+"""Seconds a chunk task may run; also how long its claim lasts before another may take it."""
+
+# -- Celery and Channels ------------------------------------------------------------------
+REDIS_URL = env_optional("REDIS_URL")
+BROKER_DIR = VAR_DIR / "broker"
+if REDIS_URL:
+    CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+    CHANNEL_LAYERS: dict[str, Any] = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+        }
+    }
+else:
+    # Embedded: no broker server. Celery passes messages through files under var/broker,
+    # and the channel layer is a SQLite file that the web server polls, so that events
+    # emitted by worker processes reach websockets held by the web process.
+    CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+    for folder in ("queue", "processed", "control"):
+        (BROKER_DIR / folder).mkdir(parents=True, exist_ok=True)
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "webapp.channel_layers.SQLiteChannelLayer",
+            "CONFIG": {"path": str(VAR_DIR / "channels.sqlite3")},
+        }
+    }
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
+        "store_processed": False,
+        "polling_interval": 0.1,
+    }
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("WORKBENCH_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

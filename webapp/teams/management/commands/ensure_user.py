@@ -1,0 +1,33 @@
+"""`python manage.py ensure_user NAME --password P [--token-name N]`: for set-up scripts.
+
+Creates the account (with its personal team) if it does not exist and sets its password;
+with --token-name, issues a new API token and prints it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.core.management.base import BaseCommand, CommandParser
+
+from webapp.teams.services import token_issue, user_sign_up
+
+
+class Command(BaseCommand):
+    help = "Create or update an account, optionally issuing an API token."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("username")
+        parser.add_argument("--password", required=True)
+        parser.add_argument("--token-name", help="issue an API token with this name; print it")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        user = User.objects.filter(username=options["username"]).first()
+        if user is None:
+            user = user_sign_up(username=options["username"], password=options["password"])
+        else:
+            user.set_password(options["password"])
+            user.save(update_fields=["password"])
+        if options["token_name"]:
+            self.stdout.write(token_issue(user=user, name=options["token_name"]).secret)

@@ -1,0 +1,64 @@
+"""Reads for accounts, teams and tokens."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.db.models import QuerySet
+from django.http import Http404
+
+from webapp.teams.models import ApiToken, Membership, Team
+from webapp.teams.services import TOKEN_PREFIX, token_digest
+
+
+def teams_for_user(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
+    if not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(memberships__user_id=user.pk).order_by("-personal", "name")
+
+
+def default_team(*, user: AbstractBaseUser) -> Team:
+    """The user's personal team, or failing that the first team they belong to."""
+    team = teams_for_user(user=user).first()
+    if team is None:
+        raise Team.DoesNotExist(f"{user} belongs to no team")
+    return team
+
+
+def get_team_for_user(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Team:
+    """The team if `user` is a member; a 404 otherwise, so outsiders learn nothing."""
+    team = teams_for_user(user=user).filter(slug=slug).first()
+    if team is None:
+        raise Http404("No such team")
+    return team
+
+
+def team_role(*, team: Team, user: AbstractBaseUser | AnonymousUser) -> str | None:
+    if not user.is_authenticated:
+        return None
+    return (
+        Membership.objects.filter(team=team, user_id=user.pk)
+        .values_list("role", flat=True)
+        .first()
+    )
+
+
+def team_memberships(*, team: Team) -> QuerySet[Membership]:
+    return team.memberships.select_related("user").order_by("-role", "user__username")
+
+
+def tokens_for_user(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:
+    return ApiToken.objects.filter(user_id=user.pk)
+
+
+def user_for_token(*, secret: str) -> tuple[User, ApiToken] | None:
+    """The active token's user, or None for an unknown or revoked token."""
+    if not secret.startswith(TOKEN_PREFIX):
+        return None
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(digest=token_digest(secret), revoked_at=None, user__is_active=True)
+        .first()
+    )
+    if token is None:
+        return None
+    return token.user, token
