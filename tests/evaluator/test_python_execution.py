@@ -279,3 +279,15 @@ def test_streamed_test_outcomes_arrive_before_the_sample_finishes() -> None:
     final = next(e["result"] for e in events if e["type"] == "sample_finished")
     assert streamed == list(final.tests)
     assert all(e["completion_id"] == 7 for e in events if e["type"] == "test_reported")
+
+
+def test_an_engine_keeps_its_runners_across_evaluations() -> None:
+    problem = make_problem()
+    sample = Sample(task_id=problem.task_id, index=0, raw="    return a + b\n",
+                    completion="    return a + b\n")
+    with Engine(EngineConfig(backend="none", workers=1)) as eng:
+        for _ in range(3):
+            events = list(eng.evaluate({problem.task_id: problem}, [sample]))
+            assert events[-1]["executed"] == 1
+        assert len(eng._sessions) == 1
+        assert eng._sessions[0].starts == 1

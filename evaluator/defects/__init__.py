@@ -1,0 +1,245 @@
+"""The defect registry: known defects of the benchmark data, kept as versioned data.
+
+`registry.json` lists each defect with the task it affects, what is wrong, the evidence
+(what was run or read, and where), its effect on verdicts, and optionally a patch. No
+code here knows any task: everything task-specific is in the data.
+
+    defects_for(problem)   -> the defects recorded for that problem (and its dataset)
+    apply_patches(problem) -> a patched copy, the patches named in `extra["patches"]`
+    explains(problem, test_set, task) -> the defects that explain a failing canonical
+                                         solution
+
+Verdicts are reported on the original data unless a run asks for patches
+(`RunOptions.patched`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from evaluator.records import Problem
+
+REGISTRY_PATH = Path(__file__).resolve().parent / "registry.json"
+
+TEXT_FIELDS = ("prompt", "declaration", "canonical_solution", "test", "example_test")
+PATCHABLE_FIELDS = (*TEXT_FIELDS, "entry_point")
+KINDS = frozenset({
+    "wrong_canonical", "flaky_canonical", "wrong_test", "vacuous_test", "tests_disabled",
+    "missing_example_test", "misspelled_name", "helper_in_solution", "needs_dependency",
+    "float_equality", "prompt_contradiction", "missing_tasks", "harness_behaviour",
+    "not_a_defect", "cosmetic", "broken_declaration",
+})
+TEST_SETS = ("hidden", "example")
+TASKS = ("generation", "translation")
+
+
+class DefectError(ValueError):
+    """The registry is malformed, or a patch does not apply to the data it names."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change a patch makes.
+
+    Either `field` + `old` + `new` (the exact text `old`, which must occur exactly once
+    in `field`, becomes `new`), or `rename` + `new` (the identifier `rename` becomes
+    `new` in every text field and in the entry point).
+    """
+
+    new: str
+    field: str = ""
+    old: str = ""
+    rename: str = ""
+
+
+@dataclass(frozen=True)
+class Patch:
+    description: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True)
+class Detect:
+    """Text whose presence in a field shows that the defect is in this copy of the data."""
+
+    field: str
+    contains: str
+
+
+@dataclass(frozen=True)
+class Defect:
+    id: str
+    dataset: str
+    language: str
+    task_id: str
+    """`HumanEval/N`, or `*` for a defect of the whole dataset."""
+    source_id: str
+    kind: str
+    defect: str
+    evidence: str
+    effect: str
+    canonical_fails: tuple[str, ...] = ()
+    """Test sets (hidden, example) on which the shipped canonical solution fails."""
+    tasks: tuple[str, ...] = TASKS
+    """The HumanEval-X tasks (generation, translation) on which `canonical_fails` holds."""
+    flaky: bool = False
+    """The canonical solution's verdict varies from run to run."""
+    detect: Detect | None = None
+    patch: Patch | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id, "dataset": self.dataset, "language": self.language,
+            "task_id": self.task_id, "source_id": self.source_id, "kind": self.kind,
+            "defect": self.defect, "evidence": self.evidence, "effect": self.effect,
+            "canonical_fails": list(self.canonical_fails), "tasks": list(self.tasks),
+            "flaky": self.flaky,
+        }
+        if self.detect:
+            data["detect"] = {"field": self.detect.field, "contains": self.detect.contains}
+        if self.patch:
+            data["patch"] = {"description": self.patch.description,
+                             "edits": [_edit_dict(e) for e in self.patch.edits]}
+        return data
+
+
+@dataclass(frozen=True)
+class Registry:
+    version: str
+    defects: tuple[Defect, ...]
+
+    def for_problem(self, problem: Problem) -> list[Defect]:
+        return [d for d in self.defects
+                if d.dataset == problem.dataset and d.language == problem.language
+                and d.task_id in (problem.task_id, "*")]
+
+
+def _edit_dict(edit: Edit) -> dict[str, str]:
+    if edit.rename:
+        return {"rename": edit.rename, "new": edit.new}
+    return {"field": edit.field, "old": edit.old, "new": edit.new}
+
+
+@functools.lru_cache(maxsize=4)
+def load_registry(path: Path = REGISTRY_PATH) -> Registry:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DefectError(f"{path}: cannot read the defect registry: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("version"), str):
+        raise DefectError(f"{path}: the registry needs a string 'version'")
+    defects = tuple(_defect(entry, f"{path}: defect {n}")
+                    for n, entry in enumerate(data.get("defects", [])))
+    seen: set[str] = set()
+    for defect in defects:
+        if defect.id in seen:
+            raise DefectError(f"{path}: duplicate defect id {defect.id!r}")
+        seen.add(defect.id)
+    return Registry(version=data["version"], defects=defects)
+
+
+def _defect(entry: Any, where: str) -> Defect:
+    if not isinstance(entry, dict):
+        raise DefectError(f"{where}: not an object")
+    required = ("id", "dataset", "language", "task_id", "kind", "defect", "evidence",
+                "effect")
+    missing = [key for key in required if not isinstance(entry.get(key), str)
+               or not entry[key]]
+    if missing:
+        raise DefectError(f"{where}: missing or empty {', '.join(missing)}")
+    if entry["kind"] not in KINDS:
+        raise DefectError(f"{where}: unknown kind {entry['kind']!r}")
+    if entry["task_id"] != "*" and not re.fullmatch(r"HumanEval/\d+", entry["task_id"]):
+        raise DefectError(f"{where}: task_id must be HumanEval/N or *")
+    fails = tuple(entry.get("canonical_fails", ()))
+    if any(test_set not in TEST_SETS for test_set in fails):
+        raise DefectError(f"{where}: canonical_fails takes {TEST_SETS}")
+    tasks = tuple(entry.get("tasks", TASKS))
+    if not tasks or any(task not in TASKS for task in tasks):
+        raise DefectError(f"{where}: tasks takes {TASKS}")
+    detect = None
+    if entry.get("detect"):
+        raw = entry["detect"]
+        if raw.get("field") not in TEXT_FIELDS or not raw.get("contains"):
+            raise DefectError(f"{where}: detect needs a text field and 'contains'")
+        detect = Detect(field=raw["field"], contains=raw["contains"])
+    patch = None
+    if entry.get("patch"):
+        raw = entry["patch"]
+        edits = []
+        for edit in raw.get("edits", []):
+            if "rename" in edit:
+                if not re.fullmatch(r"[A-Za-z_]\w*", edit["rename"]) or not edit.get("new"):
+                    raise DefectError(f"{where}: a rename needs identifiers")
+                edits.append(Edit(rename=edit["rename"], new=edit["new"]))
+            else:
+                if edit.get("field") not in PATCHABLE_FIELDS or not edit.get("old"):
+                    raise DefectError(f"{where}: an edit needs a field and 'old' text")
+                edits.append(Edit(field=edit["field"], old=edit["old"], new=edit["new"]))
+        if not edits or not raw.get("description"):
+            raise DefectError(f"{where}: a patch needs a description and edits")
+        patch = Patch(description=raw["description"], edits=tuple(edits))
+    return Defect(
+        id=entry["id"], dataset=entry["dataset"], language=entry["language"],
+        task_id=entry["task_id"], source_id=entry.get("source_id", ""), kind=entry["kind"],
+        defect=entry["defect"], evidence=entry["evidence"], effect=entry["effect"],
+        canonical_fails=fails, tasks=tasks, flaky=bool(entry.get("flaky", False)),
+        detect=detect,
+        patch=patch,
+    )
+
+
+def registry_version() -> str:
+    return load_registry().version
+
+
+def defects_for(problem: Problem) -> list[Defect]:
+    """Every registered defect of `problem`, including those of its whole dataset."""
+    return load_registry().for_problem(problem)
+
+
+def explains(problem: Problem, test_set: str, task: str = "generation") -> list[Defect]:
+    """The defects that say the canonical solution fails (or is flaky) on `test_set`."""
+    return [d for d in defects_for(problem)
+            if test_set in d.canonical_fails and task in d.tasks]
+
+
+def apply_patches(problem: Problem) -> Problem:
+    """A copy of `problem` with every registered patch applied.
+
+    The ids of the applied patches go into `extra["patches"]`, and the registry version
+    into `extra["defect_registry"]`. A patch that does not match the data raises
+    DefectError: the data is not the copy the registry was written for.
+    """
+    patches = [d for d in defects_for(problem) if d.patch is not None]
+    if not patches:
+        return problem
+    fields: dict[str, str] = {name: getattr(problem, name) for name in PATCHABLE_FIELDS}
+    for defect in patches:
+        assert defect.patch is not None
+        for edit in defect.patch.edits:
+            if edit.rename:
+                pattern = re.compile(rf"\b{re.escape(edit.rename)}\b")
+                if not any(pattern.search(fields[name]) for name in PATCHABLE_FIELDS):
+                    raise DefectError(f"{defect.id}: {edit.rename!r} is not in "
+                                      f"{problem.task_id}")
+                for name in PATCHABLE_FIELDS:
+                    fields[name] = pattern.sub(edit.new, fields[name])
+                continue
+            count = fields[edit.field].count(edit.old)
+            if count != 1:
+                raise DefectError(f"{defect.id}: the text to replace occurs {count} times "
+                                  f"in {problem.task_id}'s {edit.field}, not once")
+            fields[edit.field] = fields[edit.field].replace(edit.old, edit.new)
+    extra = dict(problem.extra)
+    extra["patches"] = [d.id for d in patches]
+    extra["defect_registry"] = registry_version()
+    return replace(problem, prompt=fields["prompt"], declaration=fields["declaration"],
+                   canonical_solution=fields["canonical_solution"], test=fields["test"],
+                   example_test=fields["example_test"], entry_point=fields["entry_point"],
+                   extra=extra)
