@@ -22,7 +22,7 @@ RUN apt-get update \
       ca-certificates util-linux procps \
       python3 python3-venv python3-dev \
       g++ libboost-dev libssl-dev \
-      openjdk-17-jdk-headless \
+      openjdk-17-jdk-headless libjavatuples-java \
       nodejs npm \
       golang-go golang-github-stretchr-testify-dev \
       rustc librust-rand-dev librust-regex-dev librust-md5-dev \

@@ -1,0 +1,161 @@
+"""Time our evaluator against CodeGeeX's on the 164 canonical solutions of each language.
+
+    .venv/bin/python bench/languages_bench.py cpp java [--workers 2] [--backend none]
+
+Both evaluators get the same problems, the same number of workers, and a cold start
+(our result cache is off; CodeGeeX has none). It prints samples per second for each,
+how many canonical solutions each judged passed, and the ratio. Run it on a quiet
+machine: the figures are only comparable within one run.
+
+Each language is a plug-in: `register(LanguagePlugin(...))` names the dataset file and
+anything CodeGeeX's evaluator needs set up for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from codegeex_env import run_codegeex  # noqa: E402
+from codegeex_toolchains import go_env, js_env, rust_env  # noqa: E402
+
+from evaluator.datasets import load_dataset  # noqa: E402
+from evaluator.engine import Engine, EngineConfig  # noqa: E402
+from evaluator.languages import get_language  # noqa: E402
+from evaluator.languages.base import RunOptions  # noqa: E402
+from evaluator.records import Sample  # noqa: E402
+from evaluator.sandbox.base import SandboxLimits  # noqa: E402
+
+SHARED = Path(os.environ.get("WORKBENCH_SHARED",
+                             Path(__file__).resolve().parents[2] / "shared"))
+
+
+@dataclass(frozen=True)
+class LanguagePlugin:
+    name: str
+    """Our language name (a key of evaluator.languages.LANGUAGES)."""
+    dataset: str
+    """The HumanEval-X file, relative to shared/datasets."""
+    codegeex_timeout: float = 60.0
+    """CodeGeeX's per-sample timeout; generous, so a busy machine fails nothing."""
+    codegeex_env: Callable[[], dict[str, str]] | None = None
+    """Environment CodeGeeX's evaluator needs for this language (Go's module, say)."""
+
+
+PLUGINS: dict[str, LanguagePlugin] = {}
+
+
+def register(plugin: LanguagePlugin) -> None:
+    PLUGINS[plugin.name] = plugin
+
+
+register(LanguagePlugin("cpp", "humaneval-x/humaneval_cpp.jsonl.gz"))
+register(LanguagePlugin("java", "humaneval-x/humaneval_java.jsonl.gz"))
+# JavaScript, Go, Rust: CodeGeeX's evaluator gets js-md5, an offline testify and warm Go
+# build cache, and a warm Cargo project (see codegeex_toolchains).
+register(LanguagePlugin("js", "humaneval-x/humaneval_js.jsonl.gz", codegeex_env=js_env))
+register(LanguagePlugin("go", "humaneval-x/humaneval_go.jsonl.gz", codegeex_env=go_env))
+register(LanguagePlugin("rust", "humaneval-x/humaneval_rust.jsonl.gz", codegeex_timeout=180.0,
+                        codegeex_env=rust_env))
+
+
+@dataclass(frozen=True)
+class Timing:
+    seconds: float
+    cpu_seconds: float
+    """CPU used by the evaluator and every process it started: unlike wall time, not
+    inflated when other work shares the machine."""
+    samples: int
+    passed: int
+
+    @property
+    def rate(self) -> float:
+        return self.samples / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_ms_per_sample(self) -> float:
+        return 1000 * self.cpu_seconds / self.samples if self.samples else 0.0
+
+
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_ours(plugin: LanguagePlugin, *, workers: int, backend: str) -> Timing:
+    dataset = load_dataset(path=SHARED / "datasets" / plugin.dataset)
+    problems = {p.task_id: p for p in dataset.problems}
+    samples = [Sample(task_id=p.task_id, index=0, raw=p.canonical_solution,
+                      completion=p.canonical_solution) for p in dataset.problems]
+    # Toolchain artefacts (precompiled headers, the Java harness) are built once per
+    # machine, not per run: build them before the clock starts, as a warm machine has.
+    language = get_language(plugin.name)
+    for problem, sample in zip(dataset.problems, samples, strict=True):
+        language.prepare(problem, sample, RunOptions())
+    options = RunOptions(limits=SandboxLimits(wall_seconds=plugin.codegeex_timeout,
+                                              cpu_seconds=plugin.codegeex_timeout))
+    passed = 0
+    cpu = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    # The runners are our children; closing the engine reaps them, which adds their
+    # CPU (and that of every program they ran) to RUSAGE_CHILDREN.
+    with Engine(EngineConfig(backend=backend, workers=workers, options=options, cache=None,
+                             dedup=False)) as engine:
+        for event in engine.evaluate(problems, samples):
+            if event["type"] == "sample_finished":
+                passed += event["result"].passed  # type: ignore[typeddict-item]
+    seconds = time.monotonic() - started
+    cpu = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN) - cpu
+    return Timing(seconds, cpu, len(samples), passed)
+
+
+def time_codegeex(plugin: LanguagePlugin, *, workers: int) -> Timing:
+    env = plugin.codegeex_env() if plugin.codegeex_env else None
+    cpu = _cpu(resource.RUSAGE_CHILDREN)
+    run = run_codegeex(SHARED / "datasets" / plugin.dataset, None, workers=workers,
+                       timeout=plugin.codegeex_timeout, env=env)
+    cpu = _cpu(resource.RUSAGE_CHILDREN) - cpu
+    passed = sum(1 for row in run.results if row["passed"])
+    return Timing(run.seconds, cpu, len(run.results), passed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("languages", nargs="*", default=list(PLUGINS))
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--backend", default="none",
+                        help="our sandbox backend (CodeGeeX has none; 'none' is like for like)")
+    args = parser.parse_args(argv)
+    print(f"{'language':9} {'evaluator':9} {'seconds':>8} {'samples/s':>10} "
+          f"{'CPU ms/sample':>14} {'passed':>8}  ratio (wall, CPU)")
+    for name in args.languages:
+        plugin = PLUGINS[name]
+        for round_ in range(args.rounds):
+            # Alternating rounds: a load spike from elsewhere hits both evaluators alike.
+            theirs = time_codegeex(plugin, workers=args.workers)
+            ours = time_ours(plugin, workers=args.workers, backend=args.backend)
+            ratio = ours.rate / theirs.rate if theirs.rate else float("inf")
+            cpu_ratio = (theirs.cpu_ms_per_sample / ours.cpu_ms_per_sample
+                         if ours.cpu_ms_per_sample else float("inf"))
+            label = f"{name}#{round_ + 1}" if args.rounds > 1 else name
+            print(f"{label:9} {'codegeex':9} {theirs.seconds:8.1f} {theirs.rate:10.2f} "
+                  f"{theirs.cpu_ms_per_sample:14.0f} {theirs.passed:4}/{theirs.samples}")
+            print(f"{label:9} {'ours':9} {ours.seconds:8.1f} {ours.rate:10.2f} "
+                  f"{ours.cpu_ms_per_sample:14.0f} {ours.passed:4}/{ours.samples}  "
+                  f"{ratio:.2f}x, {cpu_ratio:.2f}x", flush=True)
+    print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

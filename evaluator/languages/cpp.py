@@ -1,0 +1,451 @@
+"""C++: g++, a precompiled prelude, and every `assert` of the test reported on its own.
+
+Building. The program is the one the reference harness builds: for HumanEval-X,
+CodeGeeX's missing `#include`s, then the prompt (or the declaration, for translation),
+the completion and the test, compiled as C++11 like CodeGeeX; for MultiPL-E, prompt +
+completion + tests, compiled as C++17 like MultiPL-E's `eval_cpp`. OpenSSL's libcrypto
+is always on the link line (`--as-needed` drops it when unused), so the md5 task links.
+
+Speed. Parsing the standard headers is most of a compile. Each program's leading
+standard includes, and CodeGeeX's, are the same for every sample of a dataset, so they
+are precompiled once (with the harness) into the cache directory, mounted read-only,
+and pulled in with `-include`: g++ loads the .gch instead of parsing the headers. A
+precompiled header is by definition equivalent to including its text, and it contains
+only headers the program includes anyway, so verdicts do not change.
+
+Per-test outcomes. Each `assert(...)` in the test text becomes a block that evaluates
+the condition, reports it (with expected and actual when it is `a == b`, and otherwise
+the value of the first call of the function under test), catches exceptions, and goes
+on. A guard at the top of `main` reports `done` when `main` returns. When the rewrite
+cannot be made safely (no `main`, `assert` inside a macro), or the rewritten program
+fails to compile where the original would not, the unchanged program runs and is
+judged by its exit status, and the result says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evaluator.languages import c_family
+from evaluator.languages.base import (
+    Language,
+    LanguageError,
+    PreparedJob,
+    RunOptions,
+    program_hash,
+)
+from evaluator.languages.c_family import ScanError, Token
+from evaluator.languages.reporting import (
+    BUILD_FILE,
+    FALLBACK_MARKER,
+    LAUNCHER,
+    LAUNCHER_FILE,
+    Rewrite,
+    Site,
+    build_script,
+    normalise_records,
+)
+from evaluator.languages.toolchains import (
+    ToolchainError,
+    cache_root,
+    executable,
+    prebuilt,
+    run_tool,
+    version_key,
+)
+from evaluator.records import Problem, Sample, SampleResult, SandboxInfo
+from evaluator.sandbox.base import Mount
+
+HARNESS = Path(__file__).resolve().parent / "runtime" / "cpp_harness.h"
+PCH_ENV = "EVALUATOR_CPP_PCH"
+"""Set to 0 to include the prelude as text (to measure what precompiling saves)."""
+
+CODEGEEX_HEADERS = ("stdlib.h", "algorithm", "math.h", "stdio.h", "vector", "string",
+                    "climits", "cstring", "iostream")
+"""CodeGeeX's `IMPORT_HELPER["cpp"]`: each is prepended unless the prompt has it."""
+
+PRECOMPILABLE = frozenset({
+    *CODEGEEX_HEADERS,
+    "bits/stdc++.h", "boost/any.hpp", "openssl/md5.h",
+    "array", "bitset", "cctype", "cfloat", "cmath", "complex", "cstdint", "cstdio",
+    "cstdlib", "ctype.h", "deque", "functional", "iomanip", "iterator", "limits", "list",
+    "map", "memory", "numeric", "optional", "queue", "set", "sstream", "stack",
+    "stdint.h", "string.h", "tuple", "unordered_map", "unordered_set", "utility",
+    "limits.h", "float.h",
+})
+"""Headers that may go into a precompiled prelude: ones whose meaning does not depend on
+what comes before them. `assert.h` is not among them (it reads NDEBUG each time)."""
+
+_INCLUDE = re.compile(r"#\s*include\s*[<\"]([^>\"]+)[>\"]")
+
+
+@dataclass(frozen=True)
+class Convention:
+    """How one dataset's reference harness builds and compiles a C++ program."""
+
+    setup_headers: tuple[str, ...]
+    standard: str
+
+
+CONVENTIONS: dict[str, Convention] = {
+    "humaneval-x": Convention(CODEGEEX_HEADERS, "c++11"),
+    "multipl-e": Convention((), "c++17"),
+}
+DEFAULT_CONVENTION = Convention((), "c++17")
+
+
+@dataclass(frozen=True)
+class Compiler:
+    path: str
+    version: str
+    link_flags: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=1)
+def compiler() -> Compiler:
+    path = executable("g++", "EVALUATOR_CXX", ("/usr/bin/g++",))
+    if path is None:
+        raise ToolchainError("g++ is not installed (apt-get install g++ libboost-dev "
+                             "libssl-dev)")
+    version = run_tool([path, "-dumpfullversion"], timeout=60).strip()
+    machine = run_tool([path, "-dumpmachine"], timeout=60).strip()
+    # gold links these small programs in a third of the time of the default linker, and
+    # produces the same program; binutils ships it alongside ld.
+    gold = ("-fuse-ld=gold",) if shutil.which("ld.gold") else ()
+    return Compiler(path, f"{version} {machine}", (*gold, "-Wl,--as-needed", "-lssl",
+                                                   "-lcrypto"))
+
+
+@dataclass(frozen=True)
+class Prelude:
+    header: Path
+    """`prelude.h`: the headers, then the harness; `prelude.h.gch` beside it when g++
+    could precompile it."""
+    harness_object: Path
+    """The harness's non-template code, compiled once, linked into every program."""
+
+
+@functools.lru_cache(maxsize=64)
+def prelude(standard: str, headers: tuple[str, ...]) -> Prelude:
+    """The prelude for one language standard and header list, built once.
+
+    A header that fails to precompile (Boost not installed, say) leaves the prelude
+    textual: the program then fails or passes exactly as it would have anyway.
+    """
+    cxx = compiler()
+    harness = HARNESS.read_text()
+    precompile = os.environ.get(PCH_ENV, "1") != "0"
+    key = version_key(cxx.version, standard, *headers, harness, str(precompile))
+
+    def build(work: Path) -> None:
+        text = "".join(f"#include <{h}>\n" for h in headers) + harness
+        (work / "prelude.h").write_text(text)
+        # Only the harness's own headers: the object must build even when a dataset
+        # header (Boost, say) is missing.
+        (work / "harness.cpp").write_text("#define EVALUATOR_HARNESS_IMPLEMENTATION\n"
+                                          + harness)
+        run_tool([cxx.path, f"-std={standard}", "-c", "harness.cpp", "-o", "harness.o"],
+                 cwd=work, timeout=600)
+        if not precompile:
+            return
+        try:
+            run_tool([cxx.path, f"-std={standard}", "-x", "c++-header", "prelude.h",
+                      "-o", "prelude.h.gch"], cwd=work, timeout=600)
+        except ToolchainError:
+            (work / "prelude.h.gch").unlink(missing_ok=True)
+
+    built = prebuilt("cpp-prelude", key, build)
+    return Prelude(header=built / "prelude.h", harness_object=built / "harness.o")
+
+
+def leading_includes(text: str) -> list[str]:
+    """The headers `text` includes before its first declaration (comments skipped)."""
+    try:
+        tokens = c_family.tokenize(text, language="cpp")
+    except ScanError:
+        return []
+    found: list[str] = []
+    for token in tokens:
+        if token.kind != "directive":
+            break
+        match = _INCLUDE.match(token.text)
+        if match:
+            found.append(match.group(1).strip())
+    return found
+
+
+# -- rewriting the test -------------------------------------------------------------------
+
+_LOW_PRECEDENCE = frozenset({"&&", "||", "?", ":", "=", ",", "!=", "&", "|", "^", "+=", "-=",
+                             "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "<=>"})
+"""Operators binding less tightly than `==`, or as tightly: with one of them at the top
+level, `a == b` is not the whole condition, so it is not split."""
+
+
+def rewrite_test(test: str, callees: tuple[str, ...]) -> Rewrite:
+    """Instrument every `assert` of the test text (see the module docstring)."""
+    try:
+        tokens = c_family.tokenize(test, language="cpp")
+    except ScanError as exc:
+        return Rewrite(test, whole_reason=f"the test text could not be scanned ({exc})")
+    for token in tokens:
+        if token.kind == "directive" and re.search(r"\bassert\b", token.text) \
+                and not _INCLUDE.match(token.text):
+            return Rewrite(test, whole_reason="the test uses assert inside a preprocessor "
+                                              "directive")
+    main_body = _main_body(tokens)
+    if main_body is None:
+        return Rewrite(test, whole_reason="the test has no main function")
+    edits: list[tuple[int, int, str]] = [
+        (main_body, main_body, " evaluator_harness::MainGuard evaluator_main_guard_;")]
+    sites: list[Site] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if not _is_assert(tokens, i):
+            i += 1
+            continue
+        try:
+            close = c_family.matching(tokens, i + 1)
+        except ScanError:
+            return Rewrite(test, whole_reason="an assert has unbalanced parentheses")
+        inner = tokens[i + 2: close]
+        statement = close + 1 < len(tokens) and tokens[close + 1].text == ";"
+        site = len(sites)
+        line = test.count("\n", 0, token.start) + 1
+        source = c_family.one_line(c_family.span(test, tokens[i: close + 1]))
+        replacement, kind = _check(test, inner, site, callees, statement=statement)
+        sites.append(Site(source=source, line=line, kind=kind))
+        # Keep the line count, so compiler messages point at the program's own lines.
+        original = test[token.start: tokens[close].end]
+        edits.append((token.start, tokens[close].end,
+                      replacement + "\n" * original.count("\n")))
+        i = close + 1
+    return Rewrite(_apply(test, edits), sites=sites)
+
+
+def _is_assert(tokens: list[Token], i: int) -> bool:
+    token = tokens[i]
+    if token.kind != "ident" or token.text != "assert":
+        return False
+    if i + 1 >= len(tokens) or tokens[i + 1].text != "(":
+        return False
+    return not (i > 0 and tokens[i - 1].text in (".", "->", "::"))
+
+
+def _main_body(tokens: list[Token]) -> int | None:
+    """Offset just inside the `{` of `int main(...)`."""
+    for i, token in enumerate(tokens):
+        if token.kind == "ident" and token.text == "main" and i > 0 \
+                and tokens[i - 1].text == "int" and i + 1 < len(tokens) \
+                and tokens[i + 1].text == "(":
+            try:
+                close = c_family.matching(tokens, i + 1)
+            except ScanError:
+                return None
+            if close + 1 < len(tokens) and tokens[close + 1].text == "{":
+                return tokens[close + 1].end
+    return None
+
+
+def _check(text: str, inner: list[Token], site: int, callees: tuple[str, ...], *,
+           statement: bool) -> tuple[str, str]:
+    split = _split_equality(inner)
+    if split is not None and statement:
+        left, right = split
+        if _calls(right, callees) and not _calls(left, callees):
+            left, right = right, left  # `expected == f(x)`: the call's side is the actual
+        actual = c_family.span(text, left)
+        expected = c_family.span(text, right)
+        body = (f"auto&& evaluator_actual_ = ({actual}); "
+                f"auto&& evaluator_expected_ = ({expected}); "
+                "evaluator_site_.compare(static_cast<bool>("
+                + ("evaluator_actual_ == evaluator_expected_" if left is split[0]
+                   else "evaluator_expected_ == evaluator_actual_")
+                + "), evaluator_actual_, evaluator_expected_);")
+        return _statement(site, body), "eq"
+    condition = _tapped(text, inner, callees)
+    if statement:
+        return _statement(site, f"evaluator_site_.truth(static_cast<bool>({condition}));"), \
+            "truth"
+    return (f"evaluator_harness::check_expression({site}, [&](evaluator_harness::Site& "
+            f"evaluator_site_) -> bool {{ return static_cast<bool>({condition}); }})"), "truth"
+
+
+def _statement(site: int, body: str) -> str:
+    # do { } while (0) stays one statement, so `if (c) assert(x); else ...` still parses.
+    return (f"do {{ evaluator_harness::Site evaluator_site_({site}); try {{ {body} }} "
+            "catch (...) { evaluator_site_.raised(); } } while (0)")
+
+
+def _split_equality(inner: list[Token]) -> tuple[list[Token], list[Token]] | None:
+    top = c_family.top_level(inner)
+    equals = [j for j in top if inner[j].kind == "punct" and inner[j].text == "=="]
+    if len(equals) != 1:
+        return None
+    if any(inner[j].kind == "punct" and inner[j].text in _LOW_PRECEDENCE for j in top):
+        return None
+    left, right = inner[: equals[0]], inner[equals[0] + 1:]
+    if not left or not right or right[0].text == "{" or left[0].text == "{":
+        return None  # a braced list cannot initialise `auto&&`
+    return left, right
+
+
+def _calls(tokens: list[Token], callees: tuple[str, ...]) -> bool:
+    return any(_is_call(tokens, j, callees) for j in range(len(tokens)))
+
+
+def _is_call(tokens: list[Token], j: int, callees: tuple[str, ...]) -> bool:
+    return (tokens[j].kind == "ident" and tokens[j].text in callees
+            and j + 1 < len(tokens) and tokens[j + 1].text == "("
+            and not (j > 0 and tokens[j - 1].text in (".", "->", "::")))
+
+
+def _tapped(text: str, inner: list[Token], callees: tuple[str, ...]) -> str:
+    """The condition with its first call of the function under test wrapped in `tap`."""
+    for j in range(len(inner)):
+        if _is_call(inner, j, callees):
+            try:
+                close = c_family.matching(inner, j + 1)
+            except ScanError:
+                break
+            call = text[inner[j].start: inner[close].end]
+            return (text[inner[0].start: inner[j].start]
+                    + f"evaluator_site_.tap({call})"
+                    + text[inner[close].end: inner[-1].end])
+    return c_family.span(text, inner)
+
+
+def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+    out: list[str] = []
+    position = 0
+    for start, end, replacement in sorted(edits, key=lambda e: (e[0], e[1])):
+        out.append(text[position:start])
+        out.append(replacement)
+        position = max(position, end)
+    out.append(text[position:])
+    return "".join(out)
+
+
+# -- the language -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CppProgram:
+    program: str
+    """The program as the reference harness builds it."""
+    instrumented: str
+    test_first_line: int
+    rewrite: Rewrite
+    standard: str
+    headers: tuple[str, ...]
+
+
+class Cpp(Language):
+    name = "cpp"
+    aliases = ("c++", "cxx")
+
+    def convention(self, problem: Problem) -> Convention:
+        return CONVENTIONS.get(problem.dataset, DEFAULT_CONVENTION)
+
+    def prefix(self, problem: Problem, options: RunOptions) -> str:
+        if options.task == "translation":
+            if not problem.declaration.strip():
+                raise LanguageError(
+                    f"{problem.task_id} has no declaration for the translation task")
+            return problem.declaration
+        return problem.prompt
+
+    def test_text(self, problem: Problem, options: RunOptions) -> str:
+        if options.tests == "example":
+            if not problem.example_test.strip():
+                raise LanguageError(f"{problem.task_id} has no example tests")
+            return problem.example_test
+        return problem.test
+
+    def build(self, problem: Problem, sample: Sample, options: RunOptions) -> CppProgram:
+        convention = self.convention(problem)
+        code = sample.completion if sample.is_full_program else (
+            self.prefix(problem, options) + sample.completion)
+        # CodeGeeX's rule: a helper include is added when the prompt does not contain it
+        # (as text: `#include<vector>` exactly).
+        setup = "".join(f"#include<{h}>\n" for h in convention.setup_headers
+                        if f"#include<{h}>" not in code)
+        head = (setup + "\n" if convention.setup_headers else "") + code + "\n"
+        test = self.test_text(problem, options)
+        callees = tuple(dict.fromkeys([problem.entry_point, "candidate"]))
+        rewrite = rewrite_test(test, callees)
+        leading = [h for h in leading_includes(code) if h in PRECOMPILABLE]
+        headers = tuple(dict.fromkeys([*convention.setup_headers, *leading]))
+        return CppProgram(program=head + test, instrumented=head + rewrite.text,
+                          test_first_line=head.count("\n") + 1, rewrite=rewrite,
+                          standard=convention.standard, headers=headers)
+
+    def prepare(self, problem: Problem, sample: Sample, options: RunOptions) -> PreparedJob:
+        built = self.build(problem, sample, options)
+        try:
+            cxx = compiler()
+            built_prelude = prelude(built.standard, built.headers)
+        except ToolchainError as exc:
+            raise LanguageError(str(exc)) from exc
+        argv = [cxx.path, f"-std={built.standard}", "-include", str(built_prelude.header),
+                "-fdiagnostics-color=never", "-Winvalid-pch"]
+        link = [str(built_prelude.harness_object), *cxx.link_flags]
+        files = {LAUNCHER_FILE: LAUNCHER}
+        if built.rewrite.split:
+            files.update({
+                "main.cpp": built.instrumented,
+                "whole/main.cpp": built.program,
+                BUILD_FILE: build_script(
+                    source="main.cpp", first_test_line=built.test_first_line,
+                    split=[*argv, "-o", "prog", "main.cpp", *link],
+                    whole=[*argv, "-o", "../prog", "main.cpp", *link]),
+            })
+            compile_argv = ["/bin/sh", BUILD_FILE]
+        else:
+            files["main.cpp"] = built.program
+            compile_argv = [*argv, "-o", "prog", "main.cpp", *link]
+        steps: list[dict[str, Any]] = [
+            {"name": "compile", "argv": compile_argv,
+             "limits": options.compile_limits.to_dict(), "address_space_limit": False},
+            {"name": "run", "argv": ["/bin/sh", LAUNCHER_FILE, "./prog"],
+             "limits": options.limits.to_dict(), "report": True},
+        ]
+        job: dict[str, Any] = {"kind": "command", "files": files, "steps": steps}
+        digest = program_hash("cpp", cxx.version, json.dumps(compile_argv),
+                              json.dumps(files, sort_keys=True))
+        context: dict[str, Any] = {
+            "mode": "split" if built.rewrite.split else "whole",
+            "whole_reason": built.rewrite.whole_reason,
+            "sites": [site.to_dict() for site in built.rewrite.sites],
+            "test_first_line": built.test_first_line,
+            "fallback_marker": FALLBACK_MARKER if built.rewrite.split else "",
+            "standard": built.standard,
+            "precompiled_headers": list(built.headers),
+        }
+        return PreparedJob(job=job, program=built.program, program_hash=digest,
+                           context=context)
+
+    def interpret(self, prepared: PreparedJob, answer: dict[str, Any], sample: Sample,
+                  problem: Problem, options: RunOptions, sandbox: SandboxInfo) -> SampleResult:
+        return super().interpret(prepared, normalise_records(prepared.context, answer),
+                                 sample, problem, options, sandbox)
+
+    def mounts(self) -> list[Mount]:
+        # The precompiled preludes; the compiler itself is under /usr, which every
+        # backend mounts.
+        return [Mount(cache_root())]
+
+    def available(self) -> str | None:
+        try:
+            compiler()
+        except ToolchainError as exc:
+            return str(exc)
+        return None

@@ -1,0 +1,188 @@
+"""The defect registry: its schema, that it matches the data, and that patches apply."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evaluator.datasets import Dataset, load_dataset
+from evaluator.defects import (
+    KINDS,
+    REGISTRY_PATH,
+    DefectError,
+    apply_patches,
+    defects_for,
+    explains,
+    load_registry,
+)
+from evaluator.engine import Engine, EngineConfig
+from evaluator.languages.base import RunOptions
+from evaluator.records import Problem, Sample
+
+EVALUATOR = Path(__file__).resolve().parents[2] / "evaluator"
+FILES = {
+    ("humaneval-x", language): f"humaneval-x/humaneval_{language}.jsonl.gz"
+    for language in ("python", "cpp", "java", "js", "go", "rust")
+} | {
+    ("multipl-e", language): f"multipl-e/humaneval-{name}.jsonl"
+    for language, name in (("cpp", "cpp"), ("java", "java"), ("js", "js"), ("go", "go"),
+                           ("rust", "rs"))
+} | {
+    # HumanEval-XL's task ids are the same in every natural language: English stands in.
+    ("humaneval-xl", language): f"humaneval-xl/{name}/English.jsonl"
+    for language, name in (("python", "python"), ("java", "java"), ("js", "javascript"),
+                           ("go", "go"))
+}
+
+
+@pytest.fixture(scope="module")
+def datasets(shared_dir: Path) -> Iterator[dict[tuple[str, str], Dataset]]:
+    loaded = {key: load_dataset(path=shared_dir / "datasets" / name)
+              for key, name in FILES.items()}
+    loaded[("humaneval", "python")] = load_dataset(
+        path=shared_dir / "datasets/humaneval/HumanEval.jsonl.gz")
+    return loaded
+
+
+def problem(**fields: str) -> Problem:
+    values = {"dataset": "humaneval-x", "task_id": "HumanEval/27", "language": "cpp",
+              "natural_language": "en", "prompt": "string filp_case(string s){\n",
+              "entry_point": "filp_case", "canonical_solution": "  return s;\n}\n",
+              "test": "int main(){ assert (filp_case(\"\") == \"\"); }\n", **fields}
+    return Problem(**values)  # type: ignore[arg-type]
+
+
+def test_registry_schema() -> None:
+    data = json.loads(REGISTRY_PATH.read_text())
+    assert isinstance(data["version"], str)
+    assert data["version"]
+    registry = load_registry()
+    assert len(registry.defects) == len(data["defects"]) > 50
+    for defect in registry.defects:
+        assert defect.kind in KINDS
+        assert defect.defect
+        assert defect.evidence
+        assert defect.effect
+        assert defect.task_id == "*" or re.fullmatch(r"HumanEval/\d+", defect.task_id)
+        if defect.task_id != "*":
+            assert defect.source_id, defect.id
+
+
+def test_malformed_registry_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "registry.json"
+    path.write_text(json.dumps({"version": "1", "defects": [{"id": "x", "kind": "nonsense"}]}))
+    with pytest.raises(DefectError, match="missing"):
+        load_registry(path)
+    entry = {"id": "x", "dataset": "d", "language": "cpp", "task_id": "HumanEval/1",
+             "kind": "nonsense", "defect": "d", "evidence": "e", "effect": "f"}
+    path.write_text(json.dumps({"version": "1", "defects": [entry]}))
+    with pytest.raises(DefectError, match="unknown kind"):
+        load_registry(path)
+    path.write_text(json.dumps({"version": "1", "defects": [
+        {**entry, "kind": "wrong_test"}, {**entry, "kind": "wrong_test"}]}))
+    with pytest.raises(DefectError, match="duplicate"):
+        load_registry(path)
+
+
+def test_every_entry_names_a_task_of_its_dataset(
+        datasets: dict[tuple[str, str], Dataset]) -> None:
+    for defect in load_registry().defects:
+        dataset = datasets[(defect.dataset, defect.language)]
+        if defect.task_id == "*":
+            continue
+        found = dataset.get(defect.task_id)
+        assert found is not None, defect.id
+        assert found.source_id == defect.source_id, defect.id
+        if defect.detect is not None:
+            assert defect.detect.contains in getattr(found, defect.detect.field), defect.id
+
+
+def test_every_patch_applies(datasets: dict[tuple[str, str], Dataset]) -> None:
+    patched = 0
+    for defect in load_registry().defects:
+        if defect.patch is None:
+            continue
+        original = datasets[(defect.dataset, defect.language)].get(defect.task_id)
+        assert original is not None
+        fixed = apply_patches(original)
+        assert fixed != original
+        assert defect.id in fixed.extra["patches"]
+        assert original.extra.get("patches") is None  # the original is left alone
+        patched += 1
+    assert patched >= 8
+
+
+def test_rename_reaches_the_entry_point_and_every_field() -> None:
+    fixed = apply_patches(problem())
+    assert fixed.entry_point == "flip_case"
+    assert "filp_case" not in fixed.prompt + fixed.test
+    assert fixed.extra["patches"] == ["hx-cpp-27-rename"]
+    assert fixed.extra["defect_registry"] == load_registry().version
+
+
+def test_a_patch_that_does_not_match_the_data_is_an_error() -> None:
+    with pytest.raises(DefectError, match="not in"):
+        apply_patches(problem(prompt="x", entry_point="y", test="z"))
+
+
+def test_lookup_and_explanations() -> None:
+    js = problem(language="js", task_id="HumanEval/112")
+    assert [d.id for d in explains(js, "hidden")] == ["hx-js-112-canonical"]
+    assert any(d.task_id == "*" for d in defects_for(js))  # dataset-wide entries too
+    other = problem(dataset="humaneval-xl")
+    assert defects_for(other) == []
+
+
+def test_no_task_specific_code_in_the_evaluator() -> None:
+    # Defects are data: no `task_id == "..."` or `"CPP/27"` style conditions in code.
+    pattern = re.compile(r"""task_id\s*(==|!=)\s*["']|["'](CPP|Java|JavaScript|Go|Rust|Python|"""
+                         r"""HumanEval)/\d+["']""")
+    checked = [EVALUATOR / name for name in (
+        "engine.py", "selfcheck.py", "defects/__init__.py", "languages/cpp.py",
+        "languages/java.py", "languages/c_family.py", "languages/reporting.py")]
+    offenders = [str(path) for path in checked if pattern.search(path.read_text())]
+    assert offenders == []
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_engine_reports_on_patched_data_only_when_asked(
+        datasets: dict[tuple[str, str], Dataset]) -> None:
+    original = datasets[("humaneval-x", "cpp")].get("HumanEval/27")
+    assert original is not None
+    sample = Sample(task_id=original.task_id, index=0, raw=original.canonical_solution,
+                    completion=original.canonical_solution)
+    hashes = set()
+    for patched in (False, True):
+        with Engine(EngineConfig(backend="none", workers=1,
+                                 options=RunOptions(patched=patched))) as engine:
+            results = [e["result"] for e in engine.evaluate({original.task_id: original},
+                                                            [sample])
+                       if e["type"] == "sample_finished"]
+        assert results[0].status == "passed"
+        assert results[0].patched is patched
+        hashes.add(results[0].program_hash)
+    assert len(hashes) == 2  # the patched program (flip_case) is a different program
+
+
+def test_selfcheck_report_separates_explained_failures() -> None:
+    from evaluator.selfcheck import ProblemFailure, SelfcheckReport
+
+    report = SelfcheckReport(dataset="humaneval-x/js/en", tests="hidden", task="generation",
+                             patched=False, problems=164, stubbed=0, failures=[
+                                 ProblemFailure("HumanEval/112", "JavaScript/112", "failed",
+                                                "expected ...", ("hx-js-112-canonical",)),
+                                 ProblemFailure("HumanEval/7", "JavaScript/7", "error", "boom"),
+                             ])
+    assert not report.ok
+    assert [f.task_id for f in report.unexplained] == ["HumanEval/7"]
+    assert report.summary().passed == 162
+    data = report.to_dict()
+    assert data["explained"] == 1
+    assert data["failures"][0]["explained_by"] == ["hx-js-112-canonical"]
+    assert "UNEXPLAINED" in report.text()
+    assert len(list(report)) == 2
