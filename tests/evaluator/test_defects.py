@@ -37,6 +37,10 @@ FILES = {
     ("humaneval-xl", language): f"humaneval-xl/{name}/English.jsonl"
     for language, name in (("python", "python"), ("java", "java"), ("js", "javascript"),
                            ("go", "go"))
+} | {
+    # Entries that concern one file of a multi-file dataset say which through `detect`.
+    ("humanevalplus", "python"): "humanevalplus/HumanEvalPlus-OriginFmt.jsonl.gz",
+    ("mhumaneval", "python"): "mhumaneval/mHumanEval-arb_Arab-python.json",
 }
 
 
