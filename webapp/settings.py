@@ -132,6 +132,12 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # plotly.min.js from the installed `plotly` package, under vendor/plotly/.
+    "webapp.static_finders.PackageFileFinder",
+]
 STATIC_ROOT = env_path("DJANGO_STATIC_ROOT", VAR_DIR / "staticfiles")
 # WhiteNoise gives Django a synchronous file iterator, which Django under ASGI reads in a
 # thread and warns about for every static file: harmless, and only noise in the logs.

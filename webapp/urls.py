@@ -12,6 +12,7 @@ urlpatterns = [
     path("accounts/signup/", signup, name="signup"),
     path("api/", include("webapp.runs.api_urls")),
     path("admin/", admin.site.urls),
+    path("compare/", include("webapp.compare.urls")),
     path("", include("webapp.teams.urls")),
     path("", include("webapp.benchmarks.urls")),
     path("", include("webapp.runs.urls")),

@@ -76,12 +76,39 @@
     while (log.children.length > LOG_LIMIT) log.removeChild(log.lastChild);
   }
 
+  function runningRow(sampleId, taskId, completionId) {
+    let item = document.getElementById("running-" + sampleId);
+    if (!item) {
+      item = document.createElement("li");
+      item.id = "running-" + sampleId;
+      item.appendChild(text("span", taskId + " #" + completionId, "task"));
+      item.appendChild(text("span", "running…", "status status-pending"));
+      const dots = text("span", "", "tests-dots live-tests");
+      dots.setAttribute("aria-label", "tests reported so far");
+      item.appendChild(dots);
+      $("running").appendChild(item);
+    }
+    return item;
+  }
+
   function started(event) {
-    const item = document.createElement("li");
-    item.id = "running-" + event.sample_id;
-    item.appendChild(text("span", event.task_id + " #" + event.completion_id, "task"));
-    item.appendChild(text("span", "running…", "status status-pending"));
-    $("running").appendChild(item);
+    runningRow(event.sample_id, event.task_id, event.completion_id);
+  }
+
+  // One test of a sample that is still running: a dot appears as soon as the program
+  // reports it, before the sample finishes.
+  function testReported(event) {
+    if (state.logged.has(event.sample_id)) return;
+    const item = runningRow(event.sample_id, event.task_id, event.completion_id);
+    const dots = item.querySelector(".live-tests");
+    const test = event.test;
+    if (dots.querySelector('[data-test="' + test.index + '"]')) return;
+    const dot = text("span", "", "dot status-" + test.status);
+    dot.dataset.test = test.index;
+    dot.title = "#" + test.index + " " + test.status + ": " + test.source + (test.message ? " — " + test.message : "");
+    dots.appendChild(dot);
+    const passed = dots.querySelectorAll(".status-passed").length;
+    dots.setAttribute("aria-label", passed + " of " + dots.children.length + " tests reported so far passed");
   }
 
   function finished(event) {
@@ -126,6 +153,7 @@
     },
     run_status(event) { setStatus(event.status); applyProgress(event.progress, false); },
     sample_started: started,
+    test_reported: testReported,
     sample_finished: finished,
     run_finished(event) {
       setStatus(event.status);
@@ -138,7 +166,11 @@
   let socket = null;
   function done(status) {
     state.finished = true;
-    $("live-state").textContent = "· " + status + " — reload for the per-problem table";
+    // The charts and the per-problem table are drawn by the server; a link (not an
+    // automatic reload) brings them, so nothing moves under the reader's eyes.
+    const link = text("a", "show the scores, charts and problems");
+    link.href = window.location.pathname;
+    $("live-state").replaceChildren(document.createTextNode("· " + status + " — "), link);
     $("running").replaceChildren();
     const cancel = document.getElementById("cancel-form");
     if (cancel) cancel.remove();  // Re-run appears with the reload.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
-from evaluator.records import SampleResult, cap_text
+from evaluator.records import SampleResult, TestOutcome, cap_text
 
 MAX_TESTS_IN_EVENT = 50
 
@@ -75,6 +75,21 @@ class SampleStartedEvent(TypedDict):
     completion_id: int
 
 
+class TestReportedEvent(TypedDict):
+    """One test of a sample that is still running, as soon as the program reports it.
+
+    Sent before that sample's `sample_finished`; a page that misses some loses nothing,
+    since `sample_finished` carries every test again.
+    """
+
+    type: Literal["test_reported"]
+    run_id: int
+    sample_id: int
+    task_id: str
+    completion_id: int
+    test: TestSummary
+
+
 class SampleFinishedEvent(TypedDict):
     type: Literal["sample_finished"]
     run_id: int
@@ -104,7 +119,10 @@ class SnapshotEvent(TypedDict):
     pass_at_k: list[PassAtKValue]
 
 
-RunEvent = RunStatusEvent | SampleStartedEvent | SampleFinishedEvent | RunFinishedEvent
+RunEvent = (
+    RunStatusEvent | SampleStartedEvent | TestReportedEvent | SampleFinishedEvent
+    | RunFinishedEvent
+)
 
 
 def first_failure(result: SampleResult) -> FirstFailure | None:
@@ -124,14 +142,15 @@ def first_failure(result: SampleResult) -> FirstFailure | None:
     )
 
 
+def test_summary(test: TestOutcome) -> TestSummary:
+    return TestSummary(
+        index=test.index,
+        status=test.status,
+        source=cap_text(test.source, 200),
+        duration_ms=round(test.duration_ms, 2),
+        message=cap_text(test.message, 200) if test.message else None,
+    )
+
+
 def test_summaries(result: SampleResult) -> list[TestSummary]:
-    return [
-        TestSummary(
-            index=test.index,
-            status=test.status,
-            source=cap_text(test.source, 200),
-            duration_ms=round(test.duration_ms, 2),
-            message=cap_text(test.message, 200) if test.message else None,
-        )
-        for test in result.tests[:MAX_TESTS_IN_EVENT]
-    ]
+    return [test_summary(test) for test in result.tests[:MAX_TESTS_IN_EVENT]]

@@ -14,18 +14,20 @@ from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluator.engine import Engine, EngineConfig
 from evaluator.languages.base import RunOptions
 from evaluator.records import Sample as EvaluatorSample
 from evaluator.records import SampleResult, cap_text
 from evaluator.sandbox.base import SandboxLimits
 from webapp.benchmarks.selectors import dataset_problems
+from webapp.runs.engines import engine_lease
 from webapp.runs.events import (
     LogEntry,
     SampleFinishedEvent,
     SampleStartedEvent,
+    TestReportedEvent,
     first_failure,
     test_summaries,
+    test_summary,
 )
 from webapp.runs.live import emit_run_event
 from webapp.runs.models import CachedResult, Chunk, Run, Sample
@@ -199,16 +201,23 @@ def _evaluate(*, chunk: Chunk, run: Run) -> bool:
     ]
     sample_ids = [row[0] for row in rows]
     cache = DatabaseResultCache() if run.use_cache else None
-    config = EngineConfig(backend=run.options.get("sandbox", settings.EVALUATOR_SANDBOX),
-                          workers=settings.EVALUATOR_WORKERS,
-                          options=run_options(run.options), cache=cache)
     cancel = threading.Event()
     watcher = _CancelWatcher(run.pk, cancel)
     watcher.start()
     try:
-        with Engine(config) as engine:
+        with engine_lease(backend=run.options.get("sandbox", settings.EVALUATOR_SANDBOX),
+                          workers=settings.EVALUATOR_WORKERS, options=run_options(run.options),
+                          cache=cache) as engine:
             for event in engine.evaluate(problems, samples, cancel=cancel):
-                if event["type"] == "sample_started":
+                if event["type"] == "test_reported":
+                    emit_run_event(TestReportedEvent(
+                        type="test_reported", run_id=run.pk,
+                        sample_id=sample_ids[event["position"]],  # type: ignore[typeddict-item]
+                        task_id=event["task_id"],  # type: ignore[typeddict-item]
+                        completion_id=event["completion_id"],  # type: ignore[typeddict-item]
+                        test=test_summary(event["outcome"]),  # type: ignore[typeddict-item]
+                    ))
+                elif event["type"] == "sample_started":
                     emit_run_event(SampleStartedEvent(
                         type="sample_started", run_id=run.pk,
                         sample_id=sample_ids[event["position"]],  # type: ignore[typeddict-item]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
+from celery.signals import worker_process_shutdown
 from django.conf import settings
 from django.db import transaction
 
 from webapp.runs.aggregation import run_finalize
+from webapp.runs.engines import engines_close
 from webapp.runs.execution import chunk_evaluate
 from webapp.runs.services import run_start
 
@@ -45,3 +49,9 @@ def evaluate_chunk(self, chunk_id: int) -> str:  # type: ignore[no-untyped-def]
 @shared_task(name="runs.finalize_run", acks_late=True, soft_time_limit=600, time_limit=660)
 def finalize_run(run_id: int) -> None:
     run_finalize(run_id=run_id)
+
+
+@worker_process_shutdown.connect
+def _close_engines(**_kwargs: Any) -> None:
+    # A pool process exits through os._exit, which skips atexit: close its engines here.
+    engines_close()

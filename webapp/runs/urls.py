@@ -12,5 +12,11 @@ urlpatterns = [
     path("runs/<int:run_id>/", views.run_detail, name="detail"),
     path("runs/<int:run_id>/cancel/", views.cancel, name="cancel"),
     path("runs/<int:run_id>/rerun/", views.rerun, name="rerun"),
+    path("runs/<int:run_id>/samples/", views.run_samples_list, name="samples"),
     path("runs/<int:run_id>/samples/<int:sample_id>/", views.sample_detail, name="sample"),
+    path("runs/<int:run_id>/scores/pass-at-<int:k>/", views.run_score, name="score"),
+    path("runs/<int:run_id>/export/matrix.csv", views.export_matrix_csv, name="export_csv"),
+    path("runs/<int:run_id>/export/matrix.json", views.export_matrix_json, name="export_json"),
+    path("runs/<int:run_id>/export/results.jsonl", views.export_humaneval_results,
+         name="export_results"),
 ]

@@ -1,4 +1,5 @@
-"""Run pages: the list, upload and confirm, the live run page, a sample, cancel and re-run."""
+"""Run pages: the list, upload and confirm, the live run page, its samples and one sample,
+scores, exports, cancel and re-run."""
 
 from __future__ import annotations
 
@@ -6,19 +7,45 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evaluator.records import STATUSES
 from webapp.benchmarks.selectors import dataset_lookup
+from webapp.query_params import (
+    BadQuery,
+    handles_bad_query,
+    query_choice,
+    query_ids,
+    query_int,
+    query_text,
+)
+from webapp.runs import exports
 from webapp.runs.forms import ConfirmForm, UploadForm
 from webapp.runs.intake import intake_file, intake_staged, too_large_issue, upload_was_too_large
-from webapp.runs.models import Sample
+from webapp.runs.models import SAMPLE_STATUSES, RunMetric, Sample
+from webapp.runs.reports import (
+    PROBLEM_SHOWS,
+    PROBLEM_SORTS,
+    SampleFilters,
+    capped,
+    check_task_id,
+    overlay_candidates,
+    run_curves,
+    run_facts,
+    run_failure_breakdown,
+    run_problem_table,
+    run_reported_ks,
+    run_samples,
+    sample_neighbours,
+    sample_test_rows,
+    visible_runs_by_id,
+)
 from webapp.runs.selectors import (
     get_run_for_user,
     run_can_manage,
     run_pass_at_k,
-    run_problem_results,
     run_snapshot,
     visible_runs,
 )
@@ -106,18 +133,48 @@ def upload_confirm(request: HttpRequest) -> HttpResponse:
     return redirect(run)
 
 
+MAX_OVERLAYS = 8
+SAMPLES_PER_PAGE = 100
+
+
+@handles_bad_query
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
+    params = request.GET
+    overlay_ids = [pk for pk in query_ids(params, "overlay", limit=MAX_OVERLAYS) if pk != run.pk]
+    overlays = visible_runs_by_id(user=request.user, ids=overlay_ids, parameter="overlay")
+    sort = query_choice(params, "sort", PROBLEM_SORTS, default="task")
+    descending = query_choice(params, "order", ("asc", "desc"), default="asc") == "desc"
+    show = query_choice(params, "show", PROBLEM_SHOWS, default="all")
+    status = query_choice(params, "status", STATUSES)
+    text = query_text(params, "q")
     snapshot = run_snapshot(run=run)
-    problems = list(run_problem_results(run=run)) if not run.is_active else []
-    metrics = run_pass_at_k(run=run, ks=None)
+    table = (run_problem_table(run=run, sort=sort, descending=descending, query=text,
+                               show=show, status=status)
+             if not run.is_active else None)
+    metrics = run_pass_at_k(run=run, ks=run_reported_ks(run))
+    failures = run_failure_breakdown(run=run) if snapshot["progress"]["done"] else []
     return render(request, "runs/run_detail.html", {
         "run": run,
+        "facts": run_facts(run=run),
         "snapshot": snapshot,
         "log": reversed(snapshot["log"]),
-        "problems": problems,
-        "reported": [m for m in metrics if m["k"] in (1, 10, 100)],
-        "curve": metrics,
+        "table": table,
+        "table_state": {"sort": sort, "descending": descending, "show": show,
+                        "status": status, "q": text},
+        "sort_state": f"{sort}:{'desc' if descending else 'asc'}",
+        "problem_shows": PROBLEM_SHOWS,
+        "statuses": STATUSES,
+        "reported": metrics,
+        "failures": failures,
+        "overlays": overlays,
+        "overlay_ids": [o.pk for o in overlays],
+        "overlay_candidates": overlay_candidates(user=request.user, run=run),
+        "chart_data": {
+            "curves": run_curves(runs=[run, *overlays]),
+            "failures": [{"label": bar.label, "count": bar.count, "url": bar.url,
+                          "status": bar.status} for bar in failures],
+        },
         "can_manage": run_can_manage(user=request.user, run=run),
         "live_config": {
             "run_id": run.pk,
@@ -128,13 +185,84 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     })
 
 
+@handles_bad_query
+def run_samples_list(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_run_for_user(user=request.user, run_id=run_id)
+    params = request.GET
+    error_type = query_text(params, "error_type")
+    if len(error_type) > 100:
+        raise BadQuery("error_type", "longer than 100 characters")
+    filters = SampleFilters(
+        status=query_choice(params, "status", SAMPLE_STATUSES),
+        error_type=error_type,
+        task_id=check_task_id(query_text(params, "task")),
+    )
+    samples = run_samples(run=run, filters=filters)
+    paginator = Paginator(samples, SAMPLES_PER_PAGE)
+    number = query_int(params, "page", default=1, minimum=1)
+    assert number is not None
+    if number > paginator.num_pages:
+        raise BadQuery("page", f"there are {paginator.num_pages} page(s)")
+    return render(request, "runs/sample_list.html", {
+        "run": run, "page": paginator.page(number), "filters": filters,
+        "statuses": SAMPLE_STATUSES,
+    })
+
+
 def sample_detail(request: HttpRequest, run_id: int, sample_id: int) -> HttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     sample = get_object_or_404(Sample.objects.select_related("variant"), run=run, pk=sample_id)
+    result = sample.result or {}
+    previous, following = sample_neighbours(sample=sample)
     return render(request, "runs/sample_detail.html", {
-        "run": run, "sample": sample, "result": sample.result or {},
-        "tests": (sample.result or {}).get("tests", []),
+        "run": run, "sample": sample, "result": result,
+        "language": run.dataset.language,
+        "tests": sample_test_rows(result),
+        "stdout": capped(result.get("stdout")),
+        "stderr": capped(result.get("stderr")),
+        "traceback": capped(result.get("traceback")),
+        "sandbox": result.get("sandbox") or {},
+        "previous": previous, "following": following,
     })
+
+
+def run_score(request: HttpRequest, run_id: int, k: int) -> HttpResponse:
+    """The permalink of one leaderboard cell: a run's pass@k with its interval and the
+    versions that produced it."""
+    run = get_run_for_user(user=request.user, run_id=run_id)
+    metric = RunMetric.objects.filter(run=run, k=k).first()
+    if metric is None:
+        raise Http404("This run has no pass@k for that k")
+    return render(request, "runs/run_score.html", {
+        "run": run, "metric": metric, "facts": run_facts(run=run),
+    })
+
+
+def _download(body: object, content_type: str, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_GET
+def export_matrix_csv(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_run_for_user(user=request.user, run_id=run_id)
+    return _download(exports.matrix_csv(run), "text/csv; charset=utf-8",
+                     exports.export_name(run, "_matrix.csv"))
+
+
+@require_GET
+def export_matrix_json(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_run_for_user(user=request.user, run_id=run_id)
+    return _download(exports.matrix_json(run), "application/json",
+                     exports.export_name(run, "_matrix.json"))
+
+
+@require_GET
+def export_humaneval_results(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_run_for_user(user=request.user, run_id=run_id)
+    return _download(exports.humaneval_results(run), "application/x-ndjson",
+                     exports.export_name(run, "_results.jsonl"))
 
 
 @login_required

@@ -5,13 +5,19 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from webapp.query_params import handles_bad_query, query_choice, query_text
+from webapp.runs.models import Run
 from webapp.runs.selectors import visible_runs
 from webapp.teams.forms import MemberForm, SignUpForm, TeamForm, TokenForm
+from webapp.teams.leaderboard import build_leaderboard
+from webapp.teams.models import Team
 from webapp.teams.selectors import (
     get_team_for_user,
     team_memberships,
@@ -113,3 +119,33 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
         raise Http404("No such active token")
     messages.success(request, "The token was revoked.")
     return redirect("teams:tokens")
+
+
+LEADERBOARD_RUNS = 500
+
+
+def _leaderboard(request: HttpRequest, runs: QuerySet[Run], *, team: Team | None) -> HttpResponse:
+    sort = query_text(request.GET, "sort")
+    descending = query_choice(request.GET, "order", ("asc", "desc"), default="desc") == "desc"
+    finished = list(runs.filter(status=Run.Status.FINISHED).select_related("dataset")
+                    .order_by("-finished_at", "-pk")[:LEADERBOARD_RUNS])
+    board = build_leaderboard(runs=finished, sort=sort, descending=descending)
+    return render(request, "teams/leaderboard.html", {
+        "board": board, "team": team,
+        "board_sort_state": f"{board.sort}:{'desc' if board.descending else 'asc'}",
+    })
+
+
+@handles_bad_query
+def leaderboard(request: HttpRequest) -> HttpResponse:
+    """Public runs only, whoever is looking: the same board for everyone."""
+    return _leaderboard(request, visible_runs(user=AnonymousUser()), team=None)
+
+
+@login_required
+@handles_bad_query
+def team_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
+    """The team's runs that the viewer may see: public and team runs, and the viewer's own
+    private ones."""
+    team = get_team_for_user(user=request.user, slug=slug)
+    return _leaderboard(request, visible_runs(user=request.user).filter(team=team), team=team)

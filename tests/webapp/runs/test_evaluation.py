@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from evaluator.records import SampleResult
 from tests.webapp.support import RIGHT_0, WRONG_0, write_jsonl
-from webapp.runs import execution
+from webapp.runs import engines, execution
 from webapp.runs.aggregation import run_finalize
 from webapp.runs.execution import chunk_evaluate, sample_record_result
 from webapp.runs.models import CachedResult, Chunk, ProblemResult, Run, RunMetric, Sample
@@ -232,7 +232,8 @@ def test_a_broken_sandbox_fails_the_run_with_its_reason(queued_run, monkeypatch)
     def broken(*args, **kwargs):
         raise RuntimeError("no sandbox here")
 
-    monkeypatch.setattr(execution.Engine, "evaluate", broken)
+    # Chunks lease long-lived engines (webapp.runs.engines); patch the class they use.
+    monkeypatch.setattr(engines.Engine, "evaluate", broken)
     run_start(run_id=queued_run.pk)
     outcome = chunk_evaluate(chunk_id=queued_run.chunks.first().pk)
     assert outcome.state == "failed"

@@ -1,0 +1,381 @@
+"""Reads behind the exploration pages of a run: its summary, pass@k curves, the failure
+breakdown, the per-problem table, sample lists, one sample's tests, and the verdicts of
+runs on one problem.
+
+Every function here issues a fixed number of queries whatever the run's size: the
+per-problem numbers come from `ProblemResult` (computed once when the run finished) and
+the breakdowns from one grouped query, never from a query per sample.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, QuerySet
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from webapp.benchmarks.models import Dataset, Problem
+from webapp.query_params import BadQuery
+from webapp.runs.diffs import CharDiff, char_diff
+from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
+from webapp.runs.selectors import REPORTED_KS, Viewer, visible_runs
+
+TASK_ID = re.compile(r"HumanEval/\d{1,6}")
+OUTPUT_SHOWN = 20_000
+"""Characters of stdout / stderr / traceback shown on a sample page (they are capped when
+stored too; this keeps a page readable)."""
+
+
+# -- a run's summary and curves -----------------------------------------------------------
+@dataclass(frozen=True)
+class RunFacts:
+    samples_per_task: str
+    sandbox: str
+    limits: dict[str, Any]
+    duration_seconds: float | None
+    largest_k: int
+
+
+def run_facts(*, run: Run) -> RunFacts:
+    coverage = run.coverage or {}
+    low, high = coverage.get("min_n"), coverage.get("max_n")
+    per_task = "—" if low is None else (str(low) if low == high else f"{low}–{high}")
+    # The limits every result records; the first sample to finish stands for the run, since
+    # one run's options are the same for all its samples. Read through the (run,
+    # finished_at) index: filtering on a JSON key would scan every sample of a big run.
+    first = (Sample.objects.filter(run=run, finished_at__isnull=False)
+             .order_by("finished_at").values_list("result", flat=True).first())
+    sandbox = (first or {}).get("sandbox")
+    limits: dict[str, Any] = dict(sandbox.get("limits", {})) if isinstance(sandbox, dict) else {}
+    if not limits:
+        limits = {"wall_seconds": run.options.get("timeout_seconds"),
+                  "memory_mb": run.options.get("memory_mb")}
+    backend = run.sandbox_backend or (
+        sandbox.get("backend") if isinstance(sandbox, dict) else run.options.get("sandbox", "")
+    )
+    return RunFacts(samples_per_task=per_task, sandbox=backend or "not started", limits=limits,
+                    duration_seconds=run.duration_seconds,
+                    largest_k=int(coverage.get("max_k") or 0))
+
+
+def run_label(run: Run) -> str:
+    return f"{run.name} (#{run.pk})"
+
+
+def run_curves(*, runs: list[Run]) -> list[dict[str, Any]]:
+    """pass@k for k = 1…n with its bootstrap band, one entry per run that has scores, in the
+    order given: the data of a Plotly chart."""
+    by_run: dict[int, dict[str, list[float]]] = {
+        run.pk: {"k": [], "value": [], "low": [], "high": []} for run in runs
+    }
+    for run_id, k, value, low, high in RunMetric.objects.filter(
+        run_id__in=list(by_run)
+    ).order_by("run_id", "k").values_list("run_id", "k", "value", "low", "high"):
+        series = by_run[run_id]
+        series["k"].append(k)
+        series["value"].append(round(value, 6))
+        series["low"].append(round(low, 6))
+        series["high"].append(round(high, 6))
+    return [
+        {"run_id": run.pk, "label": run_label(run), "url": run.get_absolute_url(),
+         **by_run[run.pk]}
+        for run in runs if by_run[run.pk]["k"]
+    ]
+
+
+def overlay_candidates(*, user: Viewer, run: Run, limit: int = 50) -> QuerySet[Run]:
+    """Finished runs the user may see, for the "overlay other runs" picker: the same
+    dataset first, then the newest."""
+    return (
+        visible_runs(user=user).filter(status=Run.Status.FINISHED).exclude(pk=run.pk)
+        .select_related("dataset")
+        .order_by("-created_at")[:limit]
+    )
+
+
+def visible_runs_by_id(*, user: Viewer, ids: list[int], parameter: str) -> list[Run]:
+    """The runs named in a query parameter, in order; an id the user may not see is
+    reported exactly like one that does not exist."""
+    found = {run.pk: run for run in visible_runs(user=user).filter(pk__in=ids)
+             .select_related("dataset", "team", "owner")}
+    missing = [run_id for run_id in ids if run_id not in found]
+    if missing:
+        raise BadQuery(parameter, f"no run {missing[0]}")
+    return [found[run_id] for run_id in ids]
+
+
+# -- failure breakdown ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class FailureBar:
+    status: str
+    error_type: str
+    count: int
+    url: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.status}: {self.error_type}" if self.error_type else self.status
+
+
+def samples_url(run: Run, **filters: str) -> str:
+    query = urlencode({key: value for key, value in filters.items() if value})
+    base = reverse("runs:samples", args=[run.pk])
+    return f"{base}?{query}" if query else base
+
+
+def run_failure_breakdown(*, run: Run) -> list[FailureBar]:
+    """Samples that did not pass, by status and error type, most frequent first."""
+    rows = (
+        Sample.objects.filter(run=run)
+        .exclude(status__in=["passed", "pending"])
+        .values("status", "error_type")
+        .annotate(count=Count("id"))
+        .order_by("-count", "status", "error_type")
+    )
+    return [
+        FailureBar(status=row["status"], error_type=row["error_type"], count=row["count"],
+                   url=samples_url(run, status=row["status"],
+                                   error_type=row["error_type"] or "-"))
+        for row in rows
+    ]
+
+
+# -- per-problem table ----------------------------------------------------------------------
+PROBLEM_SORTS = ("task", "n", "passed", "pass1", "passk", "failure")
+PROBLEM_SHOWS = ("all", "failing", "unsolved", "solved")
+
+
+@dataclass(frozen=True)
+class ProblemRow:
+    number: int
+    task_id: str
+    n: int
+    c: int
+    pass1: float
+    passk: float | None
+    counts: dict[str, int]
+    top_failure: str
+
+
+@dataclass(frozen=True)
+class ProblemTable:
+    rows: list[ProblemRow]
+    k: int | None
+    """The larger reported k shown in the pass@k column (10 or 100), if n allows one."""
+    total: int
+
+
+def problem_table_k(run: Run) -> int | None:
+    """pass@10 or pass@100 when every problem has that many samples, else pass@n for the
+    smallest n above 1 (pass@8 of eight samples), else none."""
+    largest = int((run.coverage or {}).get("min_n") or 0)
+    bigger = [k for k in REPORTED_KS if 1 < k <= largest]
+    if bigger:
+        return bigger[-1]
+    return largest if largest > 1 else None
+
+
+def run_reported_ks(run: Run) -> tuple[int, ...]:
+    """The k a run's score table shows: 1, 10, 100 as n allows, and the largest k."""
+    largest = int((run.coverage or {}).get("min_n") or 0)
+    return tuple(sorted({*(k for k in REPORTED_KS if k <= max(1, largest)), max(1, largest)}))
+
+
+def run_problem_table(*, run: Run, sort: str = "task", descending: bool = False,
+                      query: str = "", show: str = "all", status: str = "") -> ProblemTable:
+    k = problem_table_k(run)
+    rows = []
+    for number, task_id, n, c, counts, pass_at_k, top_failure in ProblemResult.objects.filter(
+        run=run
+    ).values_list("problem__number", "task_id", "n", "c", "counts", "pass_at_k", "top_failure"):
+        value = pass_at_k.get(str(k)) if k else None
+        rows.append(ProblemRow(number=number, task_id=task_id, n=n, c=c,
+                               pass1=c / n if n else 0.0,
+                               passk=float(value) if value is not None else None,
+                               counts=counts, top_failure=top_failure.rstrip(": ")))
+    total = len(rows)
+    needle = query.strip().lower()
+    if needle:
+        rows = [row for row in rows if needle in row.task_id.lower()
+                or needle == str(row.number) or needle in row.top_failure.lower()]
+    if show == "failing":
+        rows = [row for row in rows if row.c < row.n]
+    elif show == "unsolved":
+        rows = [row for row in rows if row.c == 0]
+    elif show == "solved":
+        rows = [row for row in rows if row.c == row.n]
+    if status:
+        rows = [row for row in rows if row.counts.get(status, 0) > 0]
+    keys = {
+        "task": lambda row: (row.number,),
+        "n": lambda row: (row.n, row.number),
+        "passed": lambda row: (row.c, row.number),
+        "pass1": lambda row: (row.pass1, row.number),
+        "passk": lambda row: (row.passk if row.passk is not None else -1.0, row.number),
+        "failure": lambda row: (row.top_failure, row.number),
+    }
+    rows.sort(key=keys[sort], reverse=descending)
+    return ProblemTable(rows=rows, k=k, total=total)
+
+
+# -- samples --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SampleFilters:
+    status: str = ""
+    error_type: str = ""
+    """Exact error type; "-" means none."""
+    task_id: str = ""
+
+    def as_query(self) -> dict[str, str]:
+        return {key: value for key, value in (("status", self.status),
+                ("error_type", self.error_type), ("task", self.task_id)) if value}
+
+
+def check_task_id(value: str, parameter: str = "task") -> str:
+    if value and not TASK_ID.fullmatch(value):
+        raise BadQuery(parameter, f"expected a task id like HumanEval/0, got {value[:40]!r}")
+    return value
+
+
+def run_samples(*, run: Run, filters: SampleFilters) -> QuerySet[Sample]:
+    samples = Sample.objects.filter(run=run)
+    if filters.status:
+        samples = samples.filter(status=filters.status)
+    if filters.error_type == "-":
+        samples = samples.filter(error_type="")
+    elif filters.error_type:
+        samples = samples.filter(error_type=filters.error_type)
+    if filters.task_id:
+        samples = samples.filter(task_id=filters.task_id)
+    return samples.order_by("position").only(
+        "pk", "run_id", "task_id", "index", "status", "error_type", "message", "duration_ms",
+        "tests_passed", "tests_total", "cached",
+    )
+
+
+@dataclass(frozen=True)
+class TestRow:
+    index: int
+    source: str
+    status: str
+    expected: str | None
+    actual: str | None
+    error_type: str | None
+    message: str | None
+    duration_ms: float
+    group: str
+    diff: CharDiff | None
+
+
+def sample_test_rows(result: dict[str, Any]) -> list[TestRow]:
+    rows = []
+    for test in result.get("tests", []):
+        expected, actual = test.get("expected"), test.get("actual")
+        diff = None
+        if test.get("status") != "passed" and expected is not None and actual is not None:
+            diff = char_diff(str(expected), str(actual))
+        rows.append(TestRow(
+            index=test.get("index", 0), source=test.get("source", ""),
+            status=test.get("status", ""), expected=expected, actual=actual,
+            error_type=test.get("error_type"), message=test.get("message"),
+            duration_ms=float(test.get("duration_ms") or 0.0), group=test.get("group", ""),
+            diff=diff,
+        ))
+    return rows
+
+
+@dataclass(frozen=True)
+class CappedText:
+    text: str
+    hidden: int
+    """Characters not shown."""
+
+
+def capped(text: str | None, limit: int = OUTPUT_SHOWN) -> CappedText:
+    text = text or ""
+    return CappedText(text=text[:limit], hidden=max(0, len(text) - limit))
+
+
+def sample_neighbours(*, sample: Sample) -> tuple[int | None, int | None]:
+    """The previous and next sample of the same task in the same run (by completion id)."""
+    same_task = Sample.objects.filter(run_id=sample.run_id, task_id=sample.task_id)
+    before = same_task.filter(index__lt=sample.index).order_by("-index").values_list(
+        "pk", flat=True).first()
+    after = same_task.filter(index__gt=sample.index).order_by("index").values_list(
+        "pk", flat=True).first()
+    return before, after
+
+
+# -- one problem across runs ----------------------------------------------------------------
+@dataclass
+class VerdictCell:
+    run_id: int
+    run_name: str
+    n: int
+    c: int
+    url: str
+    others: int = 0
+    """Older runs of the same model on the same dataset, not shown."""
+
+    @property
+    def rate(self) -> float:
+        return self.c / self.n if self.n else 0.0
+
+    @property
+    def verdict(self) -> str:
+        if self.c == self.n:
+            return "pass"
+        return "fail" if self.c == 0 else "mixed"
+
+
+@dataclass
+class VerdictGrid:
+    columns: list[Dataset]
+    rows: list[tuple[str, list[VerdictCell | None]]] = field(default_factory=list)
+
+
+def problem_verdict_grid(*, user: Viewer, problem: Problem,
+                         datasets: list[Dataset]) -> VerdictGrid:
+    """Every visible finished run's result on `problem`, as rows of models (newest run of
+    the model per dataset) by columns of variants (datasets)."""
+    column_of = {dataset.pk: i for i, dataset in enumerate(datasets)}
+    rows: dict[str, list[VerdictCell | None]] = {}
+    results = (
+        ProblemResult.objects.filter(
+            problem=problem,
+            run__in=visible_runs(user=user).filter(status=Run.Status.FINISHED),
+        )
+        .order_by("-run__created_at", "-run_id")
+        .values_list("run_id", "run__name", "run__model_name", "run__dataset_id", "n", "c")
+    )
+    for run_id, name, model, dataset_id, n, c in results:
+        if dataset_id not in column_of:
+            continue
+        cells = rows.setdefault(model or name, [None] * len(datasets))
+        column = column_of[dataset_id]
+        if cells[column] is not None:
+            cells[column].others += 1  # type: ignore[union-attr]
+            continue
+        url = reverse("runs:samples", args=[run_id]) + "?" + urlencode({"task": problem.task_id})
+        cells[column] = VerdictCell(run_id=run_id, run_name=name, n=n, c=c, url=url)
+    return VerdictGrid(columns=datasets, rows=sorted(rows.items(), key=lambda item: item[0]))
+
+
+def problem_pass_rates(
+    *, run_ids: list[int], problem_ids: list[int] | None = None
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """(problem id, run id) -> (n, c) for the given runs, in one query."""
+    results = ProblemResult.objects.filter(run_id__in=run_ids)
+    if problem_ids is not None:
+        results = results.filter(problem_id__in=problem_ids)
+    return {(problem_id, run_id): (n, c) for problem_id, run_id, n, c in
+            results.values_list("problem_id", "run_id", "n", "c")}
+
+
+def finished_runs(*, user: Viewer, limit: int) -> list[Run]:
+    return list(visible_runs(user=user).filter(status=Run.Status.FINISHED)
+                .select_related("dataset").order_by("-created_at")[:limit])
+

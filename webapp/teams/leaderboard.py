@@ -1,0 +1,197 @@
+"""Leaderboards: the public one, and one per team (its runs the viewer may see).
+
+A row is a model (its runs' model name, or the run's name); a column is a dataset key
+(benchmark, programming language, natural language and variant). A cell is the model's
+newest finished run on that dataset, with pass@1, pass@10 and pass@100 where n allows
+and each one's bootstrap interval over problems.
+
+In each column and k the best value leads. Another cell is marked *tied* with the leader
+when the data cannot tell them apart: with the paired bootstrap of the per-problem
+difference in pass@k when both runs cover the same problems (they do on the same dataset),
+the interval of the difference contains 0; otherwise (no shared problems) their
+intervals overlap. Every result here is verified: executed by this workbench from the
+uploaded generations, with the dataset, harness and sandbox versions recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from evaluator.metrics import MetricError, bootstrap_ci, pass_at_k_array, statistically_tied
+from webapp.query_params import BadQuery
+from webapp.runs.models import ProblemResult, Run, RunMetric
+from webapp.runs.selectors import REPORTED_KS
+
+RESAMPLES = 2000
+
+
+@dataclass
+class Cell:
+    run: Run
+    k: int
+    value: float
+    low: float
+    high: float
+    leader: bool = False
+    tied: bool = False
+    method: str = ""
+    """How `tied` was decided: "paired" (bootstrap of the per-problem difference) or
+    "intervals" (overlap of the two intervals)."""
+    diff_low: float | None = None
+    diff_high: float | None = None
+
+
+@dataclass
+class Column:
+    key: str
+    name: str
+    language: str
+    natural_language: str
+    variant: str
+    ks: list[int] = field(default_factory=list)
+    versions: set[str] = field(default_factory=set)
+
+
+    @property
+    def sort_keys(self) -> list[tuple[int, str]]:
+        return [(k, f"{self.key}:{k}") for k in self.ks]
+
+
+@dataclass
+class Row:
+    label: str
+    runs: dict[str, Run] = field(default_factory=dict)
+    cells: dict[tuple[str, int], Cell] = field(default_factory=dict)
+    aligned: list[Cell | None] = field(default_factory=list)
+    """The cells in the order of the table's columns, for the template."""
+
+
+@dataclass
+class Leaderboard:
+    columns: list[Column]
+    rows: list[Row]
+    sort: str
+    descending: bool
+    harness_versions: list[str]
+    sandboxes: list[str]
+
+    def sort_keys(self) -> list[str]:
+        return ["model"] + [f"{column.key}:{k}" for column in self.columns for k in column.ks]
+
+
+def _counts(run_ids: list[int]) -> dict[int, dict[str, tuple[int, int]]]:
+    counts: dict[int, dict[str, tuple[int, int]]] = {run_id: {} for run_id in run_ids}
+    for run_id, task_id, n, c in ProblemResult.objects.filter(run_id__in=run_ids).values_list(
+        "run_id", "task_id", "n", "c"
+    ):
+        counts[run_id][task_id] = (n, c)
+    return counts
+
+
+def _paired_interval(a: dict[str, tuple[int, int]], b: dict[str, tuple[int, int]],
+                     k: int) -> tuple[float, float] | None:
+    """Bootstrap interval of mean over shared problems of pass@k(a) - pass@k(b), resampling
+    the problems with the same draws for both; None when they share no problem that has
+    k samples in both."""
+    shared = sorted(task for task in a.keys() & b.keys() if a[task][0] >= k and b[task][0] >= k)
+    if not shared:
+        return None
+    a_n, a_c = zip(*(a[task] for task in shared), strict=True)
+    b_n, b_c = zip(*(b[task] for task in shared), strict=True)
+    differences = (pass_at_k_array(np.array(a_n), np.array(a_c), k)
+                   - pass_at_k_array(np.array(b_n), np.array(b_c), k))
+    return bootstrap_ci(differences, resamples=RESAMPLES)
+
+
+def build_leaderboard(*, runs: list[Run], sort: str = "", descending: bool = True) -> Leaderboard:
+    """`runs`: the finished runs in scope, newest first (the newest run of a model on a
+    dataset stands for it)."""
+    rows: dict[str, Row] = {}
+    columns: dict[str, Column] = {}
+    chosen: list[Run] = []
+    for run in runs:
+        label = run.model_name or run.name
+        row = rows.setdefault(label, Row(label=label))
+        key = run.dataset.key
+        if key in row.runs:
+            continue
+        row.runs[key] = run
+        chosen.append(run)
+        column = columns.setdefault(key, Column(
+            key=key, name=run.dataset.name, language=run.dataset.language,
+            natural_language=run.dataset.natural_language, variant=run.dataset.variant))
+        column.versions.add(run.dataset.version)
+    metrics = {(m.run_id, m.k): m for m in RunMetric.objects.filter(
+        run_id__in=[run.pk for run in chosen], k__in=REPORTED_KS)}
+    for row in rows.values():
+        for key, run in row.runs.items():
+            for k in REPORTED_KS:
+                metric = metrics.get((run.pk, k))
+                if metric is not None:
+                    row.cells[(key, k)] = Cell(run=run, k=k, value=metric.value, low=metric.low,
+                                               high=metric.high)
+                    if k not in columns[key].ks:
+                        columns[key].ks.append(k)
+    for column in columns.values():
+        column.ks.sort()
+    _mark_ties(list(rows.values()), list(columns.values()), _counts([r.pk for r in chosen]))
+    ordered_columns = sorted(columns.values(), key=lambda c: (c.name, c.language,
+                                                               c.natural_language, c.variant))
+    board = Leaderboard(
+        columns=ordered_columns, rows=list(rows.values()), sort="", descending=descending,
+        harness_versions=sorted({run.harness_version for run in chosen}),
+        sandboxes=sorted({run.sandbox_backend or "?" for run in chosen}),
+    )
+    if not sort:
+        first = ordered_columns[0] if ordered_columns else None
+        sort = f"{first.key}:{first.ks[0]}" if first and first.ks else "model"
+    if sort not in board.sort_keys():
+        raise BadQuery("sort", "not a column of this leaderboard")
+    board.sort = sort
+    _sort_rows(board)
+    for row in board.rows:
+        row.aligned = [row.cells.get((column.key, k)) for column in board.columns
+                       for k in column.ks]
+    return board
+
+
+def _mark_ties(rows: list[Row], columns: list[Column],
+               counts: dict[int, dict[str, tuple[int, int]]]) -> None:
+    for column in columns:
+        for k in column.ks:
+            cells = [row.cells[(column.key, k)] for row in rows if (column.key, k) in row.cells]
+            if not cells:
+                continue
+            leader = max(cells, key=lambda cell: (cell.value, cell.low))
+            leader.leader = True
+            for cell in cells:
+                if cell is leader:
+                    continue
+                interval = None
+                try:
+                    interval = _paired_interval(counts[cell.run.pk], counts[leader.run.pk], k)
+                except MetricError:
+                    interval = None
+                if interval is not None:
+                    cell.method = "paired"
+                    cell.diff_low, cell.diff_high = interval
+                    cell.tied = interval[0] <= 0.0 <= interval[1]
+                else:
+                    cell.method = "intervals"
+                    cell.tied = statistically_tied(cell.low, cell.high, leader.low, leader.high)
+
+
+def _sort_rows(board: Leaderboard) -> None:
+    if board.sort == "model":
+        board.rows.sort(key=lambda row: row.label.lower(), reverse=board.descending)
+        return
+    key, _, k_text = board.sort.rpartition(":")
+    k = int(k_text)
+    with_value = [row for row in board.rows if (key, k) in row.cells]
+    without = [row for row in board.rows if (key, k) not in row.cells]
+    with_value.sort(key=lambda row: (row.cells[(key, k)].value, row.label),
+                    reverse=board.descending)
+    # Rows without this score go last whichever way the column is sorted.
+    board.rows = with_value + sorted(without, key=lambda row: row.label.lower())
