@@ -27,6 +27,8 @@ import faulthandler
 import json
 import math
 import os
+import shutil
+import subprocess  # imported here, in the runner, so no forked child pays for it
 import sys
 import time
 import traceback
@@ -91,8 +93,6 @@ def _guard() -> None:
                  "replace", "unlink", "fchmod", "fchown", "chmod", "chown", "chroot",
                  "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
         setattr(os, name, None)
-    import shutil
-    import subprocess
 
     shutil.rmtree = None
     shutil.move = None
