@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from evaluator.datasets import Dataset
-from evaluator.defects import defects_for, explains
+from evaluator.defects import apply_patches, defects_for, explains
 from evaluator.engine import Engine, EngineConfig
 from evaluator.languages import get_language
 from evaluator.languages.base import RunOptions, Task, TestSet
@@ -199,7 +199,9 @@ def summarize(dataset: Dataset, failures: Iterable[ProblemFailure]) -> Selfcheck
 
 def _run(engine: Engine, problems: dict[str, Problem],
          chosen: Iterable[Problem]) -> dict[str, SampleResult]:
-    samples = [_sample(problem) for problem in chosen]
+    # Patched runs judge the patched canonical solution (a registry patch may fix it).
+    patched = engine.config.options.patched
+    samples = [_sample(apply_patches(problem) if patched else problem) for problem in chosen]
     results: dict[str, SampleResult] = {}
     for event in engine.evaluate(problems, samples):
         if event["type"] == "sample_finished":

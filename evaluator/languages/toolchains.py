@@ -1,0 +1,156 @@
+"""Where compiled toolchain artefacts live, and building them once.
+
+Some languages need things compiled before the first sample: the Rust crates the
+dataset declares, and Go's test-reporting packages. They are built on the host, from
+trusted sources only (never from a sample), once per toolchain version, into a cache
+directory that the sandboxed runner mounts read-only.
+
+The cache directory must be readable by the unprivileged sandbox user, so it is not
+under `/root` by default: `$EVALUATOR_CACHE_DIR` if set, else `/var/cache/evaluator`
+when that can be created, else `~/.cache/evaluator` (fine when the evaluator itself
+runs as an ordinary user whose home the sandbox user can read).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+CACHE_ENV = "EVALUATOR_CACHE_DIR"
+SYSTEM_CACHE = Path("/var/cache/evaluator")
+
+
+class ToolchainError(RuntimeError):
+    """A toolchain is missing or a prebuild failed; the message says how to fix it."""
+
+
+def cache_root() -> Path:
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        root = Path(configured)
+    elif _usable(SYSTEM_CACHE):
+        root = SYSTEM_CACHE
+    else:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "evaluator"
+    root.mkdir(parents=True, exist_ok=True)
+    _world_readable(root)
+    return root
+
+
+def _usable(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+def _world_readable(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        mode = path.stat().st_mode
+        path.chmod(mode | 0o755 if path.is_dir() else mode | 0o644)
+
+
+def version_key(*parts: str | bytes) -> str:
+    """A short hash naming one build of an artefact (toolchain version, sources...)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()[:16]
+
+
+def tree_key(root: Path) -> str:
+    """A hash of every file under `root` (names and contents), for source trees."""
+    parts: list[str | bytes] = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "target" not in path.relative_to(root).parts:
+            parts.append(str(path.relative_to(root)))
+            parts.append(path.read_bytes())
+    return version_key(*parts)
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    with open(lock_path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def prebuilt(name: str, key: str, build: Callable[[Path], None], *,
+             keep: int | None = None) -> Path:
+    """`<cache>/<name>-<key>`, made by `build(directory)` the first time it is asked for.
+
+    Builders run under a file lock, into a temporary directory that is renamed into
+    place only when complete, so concurrent workers (threads or processes) build once
+    and never see half a build. With `keep`, only that many of the newest builds of
+    `name` are kept: for artefacts with one live key per toolchain and code version,
+    whose older builds only an older process still running might use.
+    """
+    root = cache_root()
+    final = root / f"{name}-{key}"
+    if (final / ".complete").exists():
+        return final
+    with _locked(root / f".{name}.lock"):
+        if (final / ".complete").exists():
+            return final
+        work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+        try:
+            build(work)
+            (work / ".complete").write_text(key)
+            for path in [work, *work.rglob("*")]:
+                _world_readable(path)
+            if final.exists():
+                shutil.rmtree(final)
+            work.rename(final)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        if keep is not None:
+            _prune(root, name, keep=keep)
+    return final
+
+
+def _prune(root: Path, name: str, *, keep: int) -> None:
+    """Remove all but the `keep` newest builds of `name` (each code change makes one)."""
+    builds = sorted((p for p in root.glob(f"{name}-*") if (p / ".complete").exists()),
+                    key=lambda p: (p / ".complete").stat().st_mtime, reverse=True)
+    for stale in builds[keep:]:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def run_tool(argv: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
+             timeout: float = 900.0) -> str:
+    """Run a trusted build command on the host; raise ToolchainError with its output."""
+    try:
+        done = subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolchainError(f"{argv[0]} failed: {exc}") from exc
+    if done.returncode != 0:
+        raise ToolchainError(
+            f"{' '.join(argv)} exited with {done.returncode}:\n{done.stderr[-3000:]}"
+        )
+    return done.stdout
+
+
+def executable(name: str, env_var: str, preferred: Sequence[str] = ()) -> str | None:
+    """The path of a tool: `$env_var`, else the first existing preferred path, else PATH."""
+    configured = os.environ.get(env_var)
+    if configured:
+        return configured if Path(configured).exists() else None
+    for candidate in preferred:
+        if Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which(name)
