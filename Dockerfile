@@ -25,7 +25,7 @@ RUN apt-get update \
       openjdk-17-jdk-headless libjavatuples-java \
       nodejs npm \
       golang-go golang-github-stretchr-testify-dev \
-      rustc librust-rand-dev librust-regex-dev librust-md5-dev \
+      rustc cargo librust-rand-dev librust-regex-dev librust-md5-dev \
       bubblewrap runsc \
  && rm -rf /var/lib/apt/lists/*
 
@@ -40,6 +40,8 @@ RUN python3 -m venv /opt/venv \
 COPY manage.py ./
 COPY bin/ bin/
 COPY evaluator/ evaluator/
+# JavaScript's test harness needs its pinned npm packages (acorn, js-md5, lodash).
+RUN npm ci --prefix evaluator/languages/runtime/js --no-audit --no-fund
 COPY webapp/ webapp/
 COPY templates/ templates/
 COPY static/ static/
@@ -48,6 +50,7 @@ COPY docs/ docs/
 ENV PATH=/opt/venv/bin:$PATH \
     DJANGO_SETTINGS_MODULE=webapp.settings \
     WORKBENCH_VAR_DIR=/var/lib/workbench \
+    EVALUATOR_CACHE_DIR=/var/cache/evaluator \
     DJANGO_STATIC_ROOT=/app/staticfiles
 
 # Static files are collected into the image; WhiteNoise serves them from the web process.

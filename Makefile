@@ -3,10 +3,12 @@
 
 run:
 	@scripts/venv.sh requirements/base.txt
+	@scripts/node_modules.sh
 	@.venv/bin/python bin/serve
 
 test:
 	@scripts/venv.sh requirements.txt
+	@scripts/node_modules.sh
 	@.venv/bin/python -m pytest
 
 lint:

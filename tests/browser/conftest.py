@@ -134,7 +134,9 @@ def site(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[L
         stack.stop()
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps an event loop running in this
+# thread until it stops, and later tests that call asyncio.run() would then fail.
+@pytest.fixture(scope="module")
 def browser(chromium: Path) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 

@@ -209,6 +209,10 @@ def _evaluate(*, chunk: Chunk, run: Run) -> bool:
                           workers=settings.EVALUATOR_WORKERS, options=run_options(run.options),
                           cache=cache) as engine:
             for event in engine.evaluate(problems, samples, cancel=cancel):
+                if cancel.is_set():
+                    # Closing the generator drops the engine's queued work; what is not
+                    # recorded stays pending, so a re-run picks it up.
+                    break
                 if event["type"] == "test_reported":
                     emit_run_event(TestReportedEvent(
                         type="test_reported", run_id=run.pk,

@@ -3,6 +3,7 @@ re-run and the final scores (eager Celery, the `none` sandbox)."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -219,6 +220,7 @@ def test_cancel_stops_a_running_chunk(personas, humaneval, samples_file, monkeyp
     def record_then_cancel(**kwargs):
         event = original(**kwargs)
         Run.objects.filter(pk=queued_run.pk).update(status=Run.Status.CANCELLED)
+        time.sleep(execution.CANCEL_POLL_SECONDS * 5)  # long enough for the watcher to see it
         return event
 
     monkeypatch.setattr(execution, "sample_record_result", record_then_cancel)
