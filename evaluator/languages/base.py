@@ -72,6 +72,25 @@ class Language(ABC):
     def prepare(self, problem: Problem, sample: Sample, options: RunOptions) -> PreparedJob:
         """Build the program and the runner job for one sample."""
 
+    def prefix(self, problem: Problem, options: RunOptions) -> str:
+        """What the generation continues: the prompt, or for HumanEval-X's translation
+        task the bare declaration."""
+        if options.task == "translation":
+            if not problem.declaration.strip():
+                raise LanguageError(
+                    f"{problem.task_id} has no declaration for the translation task"
+                )
+            return problem.declaration
+        return problem.prompt
+
+    def test_text(self, problem: Problem, options: RunOptions) -> str:
+        """The hidden tests, or the public example tests."""
+        if options.tests == "example":
+            if not problem.example_test.strip():
+                raise LanguageError(f"{problem.task_id} has no example tests")
+            return problem.example_test
+        return problem.test
+
     def mounts(self) -> Sequence[Mount]:
         """Host paths the toolchain needs inside the sandbox."""
         return ()

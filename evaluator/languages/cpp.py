@@ -355,21 +355,6 @@ class Cpp(Language):
     def convention(self, problem: Problem) -> Convention:
         return CONVENTIONS.get(problem.dataset, DEFAULT_CONVENTION)
 
-    def prefix(self, problem: Problem, options: RunOptions) -> str:
-        if options.task == "translation":
-            if not problem.declaration.strip():
-                raise LanguageError(
-                    f"{problem.task_id} has no declaration for the translation task")
-            return problem.declaration
-        return problem.prompt
-
-    def test_text(self, problem: Problem, options: RunOptions) -> str:
-        if options.tests == "example":
-            if not problem.example_test.strip():
-                raise LanguageError(f"{problem.task_id} has no example tests")
-            return problem.example_test
-        return problem.test
-
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> CppProgram:
         convention = self.convention(problem)
         code = sample.completion if sample.is_full_program else (

@@ -208,22 +208,6 @@ class Go(Language):
     aliases = ("golang",)
 
     # -- building the program ---------------------------------------------------------
-    def prefix(self, problem: Problem, options: RunOptions) -> str:
-        if options.task == "translation":
-            if not problem.declaration.strip():
-                raise LanguageError(
-                    f"{problem.task_id} has no declaration for the translation task"
-                )
-            return problem.declaration
-        return problem.prompt
-
-    def test_text(self, problem: Problem, options: RunOptions) -> str:
-        if options.tests == "example":
-            if not problem.example_test.strip():
-                raise LanguageError(f"{problem.task_id} has no example tests")
-            return problem.example_test
-        return problem.test
-
     def head(self, problem: Problem, sample: Sample, options: RunOptions) -> str:
         """Everything before the test, as CodeGeeX's harness builds it for HumanEval-X."""
         setup = str(problem.extra.get("test_setup", ""))

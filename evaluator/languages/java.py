@@ -506,21 +506,6 @@ class JavaProgram:
 class Java(Language):
     name = "java"
 
-    def prefix(self, problem: Problem, options: RunOptions) -> str:
-        if options.task == "translation":
-            if not problem.declaration.strip():
-                raise LanguageError(
-                    f"{problem.task_id} has no declaration for the translation task")
-            return problem.declaration
-        return problem.prompt
-
-    def test_text(self, problem: Problem, options: RunOptions) -> str:
-        if options.tests == "example":
-            if not problem.example_test.strip():
-                raise LanguageError(f"{problem.task_id} has no example tests")
-            return problem.example_test
-        return problem.test
-
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> JavaProgram:
         prefix = "" if sample.is_full_program else self.prefix(problem, options)
         head = prefix + sample.completion + "\n"

@@ -71,22 +71,6 @@ class JavaScript(Language):
     name = "js"
     aliases = ("javascript", "node")
 
-    def prefix(self, problem: Problem, options: RunOptions) -> str:
-        if options.task == "translation":
-            if not problem.declaration.strip():
-                raise LanguageError(
-                    f"{problem.task_id} has no declaration for the translation task"
-                )
-            return problem.declaration
-        return problem.prompt
-
-    def test_text(self, problem: Problem, options: RunOptions) -> str:
-        if options.tests == "example":
-            if not problem.example_test.strip():
-                raise LanguageError(f"{problem.task_id} has no example tests")
-            return problem.example_test
-        return problem.test
-
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> tuple[str, int]:
         """The program and the offset where its test code starts."""
         head = sample.completion if sample.is_full_program else (

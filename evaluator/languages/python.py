@@ -13,7 +13,6 @@ from typing import Any
 
 from evaluator.languages.base import (
     Language,
-    LanguageError,
     PreparedJob,
     RunOptions,
     program_hash,
@@ -51,22 +50,6 @@ def _case_to_job(case: CallCase) -> dict[str, Any]:
 class Python(Language):
     name = "python"
     aliases = ("py", "python3")
-
-    def prefix(self, problem: Problem, options: RunOptions) -> str:
-        if options.task == "translation":
-            if not problem.declaration:
-                raise LanguageError(
-                    f"{problem.task_id} has no declaration for the translation task"
-                )
-            return problem.declaration
-        return problem.prompt
-
-    def test_text(self, problem: Problem, options: RunOptions) -> str:
-        if options.tests == "example":
-            if not problem.example_test.strip():
-                raise LanguageError(f"{problem.task_id} has no example tests")
-            return problem.example_test
-        return problem.test
 
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> tuple[str, int]:
         """The program text and the line where its test part starts."""
