@@ -598,6 +598,16 @@ class Java(Language):
             mounts.append(Mount(Path(os.path.realpath(jar))))
         return mounts
 
+    def selfcheck_stub(self, problem: Problem, stub: str) -> str:
+        """`stub`, closing the method and its class when the tests do not.
+
+        MultiPL-E's tests begin by closing both; HumanEval-XL's open a class of their own
+        right after the prompt's, so a bare body would leave the prompt's class open.
+        """
+        if problem.test.lstrip().startswith("}"):
+            return stub
+        return stub + "    }\n}\n"
+
     def available(self) -> str | None:
         try:
             jdk()
