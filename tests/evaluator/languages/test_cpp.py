@@ -8,13 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from language_support import evaluate_one, local_engine
 
 from evaluator.datasets import load_dataset
-from evaluator.engine import Engine, EngineConfig
+from evaluator.engine import Engine
 from evaluator.languages.base import LanguageError, RunOptions
 from evaluator.languages.cpp import Cpp, leading_includes, prelude, rewrite_test
 from evaluator.records import Problem, Sample, SampleResult
-from evaluator.sandbox.base import SandboxLimits
 from evaluator.selfcheck import selfcheck, summarize
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
@@ -144,18 +144,13 @@ def test_braced_right_side_is_not_split() -> None:
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[Engine]:
-    options = RunOptions(limits=SandboxLimits(wall_seconds=5, cpu_seconds=5, memory_mb=512))
-    with Engine(EngineConfig(backend="none", workers=2, options=options)) as eng:
+    with local_engine(seconds=5, memory_mb=512) as eng:
         yield eng
 
 
 def run(engine: Engine, completion: str, problem: Problem | None = None) -> SampleResult:
     problem = problem or make_problem()
-    results = [e["result"] for e in engine.evaluate({problem.task_id: problem},
-                                                    [sample(completion, problem.task_id)])
-               if e["type"] == "sample_finished"]
-    assert len(results) == 1
-    return results[0]
+    return evaluate_one(engine, problem, sample(completion, problem.task_id))
 
 
 @needs_gxx

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from language_support import evaluate_one, local_engine
 
 from evaluator.datasets import load_dataset
 from evaluator.engine import Engine, EngineConfig
 from evaluator.languages.base import LanguageError, RunOptions
 from evaluator.languages.java import Java, class_names, javatuples, rewrite_test
 from evaluator.records import Problem, Sample, SampleResult
-from evaluator.sandbox.base import SandboxLimits
 from evaluator.selfcheck import selfcheck
 
 needs_java = pytest.mark.skipif(shutil.which("javac") is None, reason="javac is not installed")
@@ -166,18 +166,13 @@ def test_class_names_prefer_the_public_class() -> None:
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[Engine]:
-    options = RunOptions(limits=SandboxLimits(wall_seconds=10, cpu_seconds=10, memory_mb=512))
-    with Engine(EngineConfig(backend="none", workers=2, options=options)) as eng:
+    with local_engine(seconds=10, memory_mb=512) as eng:
         yield eng
 
 
 def run(engine: Engine, completion: str, problem: Problem | None = None) -> SampleResult:
     problem = problem or make_problem()
-    results = [e["result"] for e in engine.evaluate({problem.task_id: problem},
-                                                    [sample(completion, problem.task_id)])
-               if e["type"] == "sample_finished"]
-    assert len(results) == 1
-    return results[0]
+    return evaluate_one(engine, problem, sample(completion, problem.task_id))
 
 
 @needs_java

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from language_support import evaluate_one, gone, local_engine
 
 from evaluator.datasets import load_dataset
-from evaluator.engine import Engine, EngineConfig
+from evaluator.engine import Engine
 from evaluator.languages.base import LanguageError, RunOptions
 from evaluator.languages.js import JavaScript
 from evaluator.records import Problem, Sample, SampleResult
-from evaluator.sandbox.base import SandboxLimits
 from evaluator.selfcheck import selfcheck
 
 JS = JavaScript()
@@ -50,41 +50,13 @@ def sample(completion: str) -> Sample:
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[Engine]:
-    options = RunOptions(limits=SandboxLimits(wall_seconds=4, cpu_seconds=4, memory_mb=1024))
-    with Engine(EngineConfig(backend="none", workers=2, options=options)) as eng:
+    with local_engine(seconds=4, memory_mb=1024) as eng:
         yield eng
 
 
 def run(engine: Engine, completion: str, problem: Problem | None = None) -> SampleResult:
     problem = problem or make_problem()
-    results = [e["result"] for e in engine.evaluate({problem.task_id: problem},
-                                                    [sample(completion)])
-               if e["type"] == "sample_finished"]
-    assert len(results) == 1
-    return results[0]
-
-
-def processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if marker in cmdline:
-                found.append(int(entry.name))
-    return found
-
-
-def gone(marker: str, within: float = 3.0) -> bool:
-    """No process with `marker` in its command line (a killed one may take a moment)."""
-    deadline = time.monotonic() + within
-    while processes_with(marker):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return evaluate_one(engine, problem, sample(completion))
 
 
 # -- building --------------------------------------------------------------------------
