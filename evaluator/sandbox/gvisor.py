@@ -54,8 +54,11 @@ _ids = itertools.count()
 class GvisorBackend(Backend):
     name = "gvisor"
     strength = 30
-    memory_overhead_mb = 192
-    """The Sentry and the Gofer live in the same cgroup as the program."""
+    memory_overhead_mb = 384
+    """The Sentry and the Gofer live in the same cgroup as the program. Each task costs
+    the Sentry memory: with 192 MB a fork bomb's children (stopped inside by
+    RLIMIT_NPROC, but kept) pushed a long-lived sandbox over the cgroup limit. The
+    program's own memory limit is an rlimit inside, so this slack is the Sentry's only."""
     keeps_host_tasks = True
 
     def probe(self) -> str | None:
