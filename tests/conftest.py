@@ -20,7 +20,8 @@ def shared_path() -> Path:
 def shared_dir() -> Path:
     path = shared_path()
     if not (path / "datasets").is_dir():
-        pytest.skip(f"public benchmark data not found at {path} (set WORKBENCH_SHARED to ../shared)")
+        pytest.skip(f"public benchmark data not found at {path} "
+                    "(set WORKBENCH_SHARED to ../shared)")
     return path
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import signal
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -64,6 +64,43 @@ class PreparedJob:
     """Whatever `interpret` needs to know about how the job was built."""
 
 
+@dataclass(frozen=True)
+class CompileService:
+    """A warm compiler a language keeps running between samples.
+
+    It runs in a sandbox of its own that never runs a program: a compiler only reads the
+    sample's text, so nothing a program does can reach it, and its warmth (a JVM whose
+    compiler is loaded and optimised) is not paid again for every sample.
+    """
+
+    name: str
+    argv: tuple[str, ...]
+    extra_processes: int = 0
+    """Threads it needs beyond the compile limits' process count (RLIMIT_NPROC counts
+    threads)."""
+
+    def to_dict(self, limits: SandboxLimits) -> dict[str, Any]:
+        data = limits.to_dict()
+        data["processes"] = int(data.get("processes") or 0) + self.extra_processes
+        # It lives across many compilations: each request has the wall-clock limit.
+        data["cpu_seconds"] = 10 ** 7
+        return {"name": self.name, "argv": list(self.argv), "limits": data}
+
+
+@dataclass(frozen=True)
+class RemoteBuild:
+    """A program compiled by a `CompileService`: the compile steps as a runner would
+    have reported them, and the job that runs the result (None when it did not build)."""
+
+    steps: list[dict[str, Any]]
+    job: dict[str, Any] | None
+
+
+AskCompiler = Callable[[list[str]], dict[str, Any]]
+"""Sends one request to the language's compile service; returns its `service` answer
+(one step, and `outputs`). Raises `SandboxError` when the service cannot be reached."""
+
+
 class Language(ABC):
     name: ClassVar[str]
     aliases: ClassVar[tuple[str, ...]] = ()
@@ -101,6 +138,16 @@ class Language(ABC):
 
     def available(self) -> str | None:
         """None when the toolchain is installed here, else what is missing."""
+        return None
+
+    def compile_service(self, limits: SandboxLimits) -> CompileService | None:
+        """The warm compiler this language can use, if any (see `build_remotely`)."""
+        return None
+
+    def build_remotely(self, prepared: PreparedJob, ask: AskCompiler) -> RemoteBuild | None:
+        """Compile `prepared` with the compile service, exactly as its own compile step
+        would have; None when this job cannot be built that way (it then runs as it is,
+        compile step included)."""
         return None
 
     def interpret(

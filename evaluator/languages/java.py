@@ -6,11 +6,18 @@ MultiPL-E's closes the prompt's `class Problem` around its `main`, so the file i
 `Problem.java`, and javatuples is on the class path when the program imports it.
 
 Speed. Compilation dominates (javac ~0.8 s of CPU per sample, nearly all of it a cold
-JVM loading and warming up the compiler). `javac` runs with an AppCDS archive of the
-compiler's classes (built once, in the cache directory), C1 only and the serial
-collector: the same compiler on the same input, so the same verdict, at less than half
-the CPU. A warm compiler in a long-lived JVM would be faster still, but the runner
-(rightly) kills everything a job leaves behind; see the module's report.
+JVM loading and warming up the compiler). So the engine compiles with a warm javac: the
+`evaluator_compiler.Server` runtime, the JDK's own compiler behind `javax.tools` in a
+long-lived JVM, in a sandbox of its own that runs no program (javac with `-proc:none`
+executes nothing it compiles). It gets the options the command line would get, and
+answers with javac's exit status, its messages as the command line prints them, and
+the class files, which the run's job then carries. The instrumented-else-unchanged
+rule of the build script is applied by `build_remotely` the same way.
+
+Without the service (`EngineConfig.warm_compilers` off, or its sandbox failing), each
+job runs `javac` itself, with an AppCDS archive of the compiler's classes (built once,
+in the cache directory), C1 only and the serial collector: the same compiler on the
+same input, so the same verdict, at less than half the cold CPU.
 
 Per-test outcomes. The test's checks are rewritten, each into a block that evaluates,
 reports and goes on (the `evaluator_harness` runtime, compiled once):
@@ -26,6 +33,7 @@ original does, runs unchanged and is judged by its exit status, and the result s
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import os
@@ -36,9 +44,12 @@ from typing import Any
 
 from evaluator.languages import c_family
 from evaluator.languages.base import (
+    AskCompiler,
+    CompileService,
     Language,
     LanguageError,
     PreparedJob,
+    RemoteBuild,
     RunOptions,
     program_hash,
 )
@@ -52,6 +63,7 @@ from evaluator.languages.reporting import (
     Site,
     build_script,
     normalise_records,
+    user_error_before,
 )
 from evaluator.languages.toolchains import (
     ToolchainError,
@@ -77,6 +89,9 @@ JVM_THREADS = 64
 more processes than its limits say, so a correct program cannot fail to start."""
 
 JAVATUPLES = ("/usr/share/java/javatuples.jar",)
+
+OUT_OF_MEMORY = 137
+"""The compile service's status for javac running out of its heap (it then exits)."""
 
 _WARM_UP = """\
 import java.util.*;
@@ -109,6 +124,8 @@ class Jdk:
     version: str
     harness: Path
     """Compiled `evaluator_harness` classes."""
+    compiler: Path
+    """Compiled `evaluator_compiler` classes (the warm compile service)."""
     javac_archive: Path | None
     """AppCDS archive of javac's classes, when it could be built."""
 
@@ -122,11 +139,14 @@ def jdk() -> Jdk:
     java = str(home / "bin" / "java")
     version = run_tool([javac, "-version"], timeout=120).strip()
     sources = sorted((RUNTIME / "evaluator_harness").glob("*.java"))
+    server = sorted((RUNTIME / "evaluator_compiler").glob("*.java"))
     key = version_key(version, tree_key(RUNTIME), *FAST_JVM)
 
     def build(work: Path) -> None:
         run_tool([javac, "-encoding", "UTF-8", "-d", str(work / "classes"),
                   *map(str, sources)], timeout=600)
+        run_tool([javac, "-encoding", "UTF-8", "-d", str(work / "compiler"),
+                  *map(str, server)], timeout=600)
         (work / "Main.java").write_text(_WARM_UP)
         try:
             run_tool([javac, *(f"-J{flag}" for flag in FAST_JVM),
@@ -139,7 +159,8 @@ def jdk() -> Jdk:
     built = prebuilt("java-harness", key, build)
     archive = built / "javac.jsa"
     return Jdk(javac=javac, java=java, home=home, version=version,
-               harness=built / "classes", javac_archive=archive if archive.exists() else None)
+               harness=built / "classes", compiler=built / "compiler",
+               javac_archive=archive if archive.exists() else None)
 
 
 def javatuples() -> str | None:
@@ -535,7 +556,8 @@ class Java(Language):
         javac = [tools.javac, *(f"-J{flag}" for flag in FAST_JVM)]
         if tools.javac_archive is not None:
             javac.append(f"-J-XX:SharedArchiveFile={tools.javac_archive}")
-        javac += ["-encoding", "UTF-8", "-proc:none", "-cp", ":".join(classpath)]
+        javac_options = ["-encoding", "UTF-8", "-proc:none", "-cp", ":".join(classpath)]
+        javac += javac_options
         files = {LAUNCHER_FILE: LAUNCHER}
         if built.rewrite.split:
             files.update({
@@ -573,6 +595,10 @@ class Java(Language):
             "test_first_line": built.test_first_line,
             "fallback_marker": FALLBACK_MARKER if built.rewrite.split else "",
             "main_class": built.main_class,
+            # What `build_remotely` needs to compile this program with the warm javac.
+            "remote": {"options": javac_options, "file_name": built.file_name,
+                       "split": built.instrumented if built.rewrite.split else None,
+                       "whole": built.program, "run_step": steps[1]},
         }
         return PreparedJob(job=job, program=built.program, program_hash=digest,
                            context=context)
@@ -581,6 +607,54 @@ class Java(Language):
                   problem: Problem, options: RunOptions, sandbox: SandboxInfo) -> SampleResult:
         return super().interpret(prepared, normalise_records(prepared.context, answer),
                                  sample, problem, options, sandbox)
+
+    def compile_service(self, limits: SandboxLimits) -> CompileService | None:
+        try:
+            tools = jdk()
+        except ToolchainError:
+            return None
+        # Half the compile memory for the heap; the rest is the JVM's own and the
+        # sandbox's. Tiered compilation stays on: this JVM lives long enough to gain.
+        return CompileService(
+            name="javac",
+            argv=(tools.java, "-XX:+UseSerialGC", "-XX:-UsePerfData",
+                  f"-Xmx{max(256, limits.memory_mb // 2)}m", "-cp", str(tools.compiler),
+                  "evaluator_compiler.Server"),
+            extra_processes=JVM_THREADS)
+
+    def build_remotely(self, prepared: PreparedJob, ask: AskCompiler) -> RemoteBuild | None:
+        remote = prepared.context.get("remote")
+        if not remote:
+            return None
+        name = remote["file_name"]
+
+        def compile_text(text: str) -> tuple[dict[str, Any], list[str]]:
+            answer = ask(["compile", str(len(remote["options"])), *remote["options"],
+                          "1", name, text])
+            return dict(answer["steps"][0]), list(answer.get("outputs", []))
+
+        if remote["split"] is not None:
+            step, outputs = compile_text(remote["split"])
+            if step.get("exit_code") == 1 and not user_error_before(
+                    str(step.get("stderr") or ""), name, prepared.context["test_first_line"]):
+                # The rewrite broke a program that may compile unchanged: the build
+                # script's rule, the same message.
+                first_ms = float(step.get("wall_ms") or 0)
+                step, outputs = compile_text(remote["whole"])
+                step["stderr"] = (f"{FALLBACK_MARKER}; compiling it unchanged\n"
+                                  + str(step.get("stderr") or ""))
+                step["wall_ms"] = first_ms + float(step.get("wall_ms") or 0)
+        else:
+            step, outputs = compile_text(remote["whole"])
+        if step.get("exit_code") == OUT_OF_MEMORY:
+            step["oom_killed"] = True
+        if step.get("exit_code") != 0 or step.get("timed_out") or step.get("oom_killed"):
+            return RemoteBuild(steps=[step], job=None)
+        classes = {f"classes/{base64.b64decode(path).decode('utf-8')}": data
+                   for path, data in zip(outputs[::2], outputs[1::2], strict=True)}
+        job = {"kind": "command", "files": {LAUNCHER_FILE: LAUNCHER},
+               "binary_files": classes, "steps": [remote["run_step"]]}
+        return RemoteBuild(steps=[step], job=job)
 
     def mounts(self) -> list[Mount]:
         mounts = [Mount(cache_root())]

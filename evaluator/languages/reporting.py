@@ -64,6 +64,20 @@ exit 1
 """
 
 
+def user_error_before(stderr: str, source: str, first_test_line: int) -> bool:
+    """True when the compiler's `stderr` reports an error in `source` before the test's
+    first line: the sample's own error. The rule `build_script`'s awk applies, for
+    builds made outside the sandbox's shell (a warm compile service)."""
+    for line in stderr.splitlines():
+        if not line.startswith(source + ":") or " error" not in line:
+            continue
+        fields = line.split(":")
+        if len(fields) > 1 and fields[1].strip().isdigit() \
+                and 0 < int(fields[1]) < first_test_line:
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class Site:
     """One assertion of the test text that the rewriter instrumented."""

@@ -45,6 +45,8 @@ ANSWER_GRACE = 10.0
 """Seconds past a job's own time limits before the host gives up on the runner."""
 RUNTIME_TARGET = Path("/opt/evaluator")
 """Where a sandbox sees its copy of the runtime files."""
+CLOSE_GRACE = 2.0
+"""Seconds a runner may take to end by itself when its session closes."""
 MB = 1024 * 1024
 WORKDIR_PREFIX = "evaluator-"
 
@@ -174,6 +176,12 @@ class RunnerSession:
             with contextlib.suppress(OSError):
                 if process.stdin:
                     process.stdin.close()
+            if process.poll() is None:
+                # An idle runner ends at its input's end, after stopping the services it
+                # keeps (so their CPU time is accounted to us); a busy or stuck one is
+                # killed below.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=CLOSE_GRACE)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -330,13 +338,15 @@ def _memory_answer(job: dict[str, Any], seconds: float) -> dict[str, Any]:
     return {
         "id": job.get("id"),
         "steps": [{
-            "name": "run", "exit_code": None, "signal": signal.SIGKILL, "timed_out": False,
+            "name": "compile" if job.get("kind") == "service" else "run",
+            "exit_code": None, "signal": signal.SIGKILL, "timed_out": False,
             "output_exceeded": False, "oom_killed": True, "wall_ms": round(seconds * 1000, 3),
             "cpu_ms": None, "max_rss_kb": None, "stdout": "",
             "stderr": "the sandbox was killed by its memory limit",
         }],
         "records": [],
         "forged_lines": 0,
+        "outputs": [],
         "sandbox_restarted": True,
     }
 

@@ -50,7 +50,8 @@ def test_writes_one_result_per_sample_in_input_order(samples_file: Path, tmp_pat
         assert {"task_id", "completion_id", "passed", "status", "result", "tests"} <= set(row)
     assert rows[0]["result"] == "passed"
     assert rows[1]["result"].startswith("failed: ")
-    assert rows[0]["tests"] and all(t["status"] == "passed" for t in rows[0]["tests"])
+    assert rows[0]["tests"]
+    assert all(t["status"] == "passed" for t in rows[0]["tests"])
     assert "pass@1" in proc.stdout
     assert "pass@2" in proc.stdout
     assert "WARNING" in proc.stderr  # the none backend says so every time

@@ -112,7 +112,8 @@ def check(candidate):
 
 
 def test_non_comparison_assertion_records_the_value(engine: Engine) -> None:
-    test = "\ndef check(candidate):\n    assert abs(candidate(0.1, 0.2) - 0.3) < 1e-9\n    assert not candidate(0, 0)\n"
+    test = ("\ndef check(candidate):\n    assert abs(candidate(0.1, 0.2) - 0.3) < 1e-9\n"
+            "    assert not candidate(0, 0)\n")
     result = run(engine, "    return a + b\n", make_problem(test))
     assert result.status == "passed"
     assert result.tests[0].actual == "True"
@@ -155,7 +156,8 @@ def test_output_is_captured_and_capped(engine: Engine) -> None:
     "completion",
     [
         # Forged records on stdout: the report channel is a private pipe, not stdout.
-        "    print('{\"kind\": \"test\", \"status\": \"passed\"}')\n    print('{\"kind\": \"done\"}')\n    return 0\n",
+        "    print('{\"kind\": \"test\", \"status\": \"passed\"}')\n"
+        "    print('{\"kind\": \"done\"}')\n    return 0\n",
         # Exiting early, in every way Python allows.
         "    import sys; sys.exit(0)\n",
         "    import os; os._exit(0)\n",
@@ -163,7 +165,9 @@ def test_output_is_captured_and_capped(engine: Engine) -> None:
         # Closing stdout and stderr first.
         "    import sys; sys.stdout.close(); sys.stderr.close(); return 0\n",
         # Writing forged lines to every file descriptor it can guess.
-        "    import os\n    for fd in range(3, 64):\n        try:\n            os.write(fd, b'00 {\"kind\": \"done\"}\\n')\n        except OSError:\n            pass\n    return 0\n",
+        "    import os\n    for fd in range(3, 64):\n        try:\n"
+        "            os.write(fd, b'00 {\"kind\": \"done\"}\\n')\n"
+        "        except OSError:\n            pass\n    return 0\n",
     ],
     ids=["forged-stdout", "sys-exit", "os-exit", "builtin-exit", "closed-stdout", "fd-spray"],
 )

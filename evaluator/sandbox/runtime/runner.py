@@ -19,12 +19,17 @@ Inside a real sandbox (the backend sets the variables below) the runner also:
 Job kinds:
 - "python": fork, and run the program in the forked child with `pyharness` (already
   imported here, so a sample costs a fork, not an interpreter start-up).
-- "command": write `files` into the scratch directory, then run each step's argv in
-  turn (compile, then run); a failing step stops the job.
+- "command": write `files` (and `binary_files`, base64) into the scratch directory, then
+  run each step's argv in turn (compile, then run); a failing step stops the job.
+- "service": hand one request to a long-lived trusted tool (a warm compiler) that this
+  runner keeps running between jobs, and return its answer as a step. Only a runner
+  that runs no programs is sent these jobs: the sweep after a program's job would end
+  the service (it is then simply restarted).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gc
 import json
@@ -34,6 +39,7 @@ import secrets
 import select
 import shutil
 import signal
+import struct
 import sys
 import tempfile
 import time
@@ -392,19 +398,25 @@ def _give_to_job(path: str) -> None:
         os.chown(path, JOB_UID, JOB_GID)
 
 
+def _write_file(scratch: str, rel: str, content: bytes) -> None:
+    path = os.path.normpath(os.path.join(scratch, rel))
+    if not path.startswith(scratch + os.sep):
+        raise ValueError(f"file path escapes the scratch directory: {rel}")
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(content)
+    _give_to_job(path)
+    while parent != scratch:
+        _give_to_job(parent)
+        parent = os.path.dirname(parent)
+
+
 def _run_command(job: dict, scratch: str) -> dict:
     for rel, content in job.get("files", {}).items():
-        path = os.path.normpath(os.path.join(scratch, rel))
-        if not path.startswith(scratch + os.sep):
-            raise ValueError(f"file path escapes the scratch directory: {rel}")
-        parent = os.path.dirname(path)
-        os.makedirs(parent, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(content)
-        _give_to_job(path)
-        while parent != scratch:
-            _give_to_job(parent)
-            parent = os.path.dirname(parent)
+        _write_file(scratch, rel, content.encode("utf-8"))
+    for rel, content in job.get("binary_files", {}).items():
+        _write_file(scratch, rel, base64.b64decode(content))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch,
            "TMPDIR": scratch, "LANG": "C.UTF-8"}
     env.update(job.get("env", {}))
@@ -425,7 +437,170 @@ def _run_command(job: dict, scratch: str) -> dict:
     return {"steps": steps, "records": records, "forged_lines": forged}
 
 
+class _Service:
+    """One long-lived trusted tool, spoken to in frames: an int32 count of items, then
+    each item as an int32 length and its bytes. It runs as a program would (own session,
+    the job user, rlimits) in a directory of its own, and keeps running between jobs."""
+
+    def __init__(self, spec: dict, scratch_root: str) -> None:
+        self.key = json.dumps(spec, sort_keys=True)
+        self.home = tempfile.mkdtemp(prefix="service-", dir=scratch_root)
+        os.chmod(self.home, 0o700)
+        _give_to_job(self.home)
+        in_r, self.in_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.err_r, err_w = os.pipe()
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.home,
+               "TMPDIR": self.home, "LANG": "C.UTF-8", **spec.get("env", {})}
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                for fd in (self.in_w, self.out_r, self.err_r):
+                    os.close(fd)
+                _child_setup(self.home, spec.get("limits", {}), address_space=False)
+                os.dup2(in_r, 0)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                os.closerange(3, 65536)
+                os.execvpe(spec["argv"][0], spec["argv"], env)  # noqa: S606
+            except BaseException as exc:
+                with contextlib.suppress(OSError):
+                    os.write(2, f"cannot run {spec['argv'][0]}: {exc}\n".encode())
+            finally:
+                os._exit(127)
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+        os.set_blocking(self.err_r, False)
+        os.set_blocking(self.in_w, False)
+        self.stderr = b""
+
+    def alive(self) -> bool:
+        try:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        return pid == 0
+
+    def ask(self, items: list[bytes], timeout: float) -> list[bytes]:
+        """Send one request and wait for the answer; TimeoutError or EOFError when none."""
+        frame = struct.pack(">i", len(items)) + b"".join(
+            struct.pack(">i", len(item)) + item for item in items)
+        view = memoryview(frame)
+        deadline = time.monotonic() + timeout
+        answer = bytearray()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            writers = [self.in_w] if view else []
+            ready_r, ready_w, _ = select.select([self.out_r, self.err_r], writers, [],
+                                                min(remaining, 1.0))
+            if self.in_w in ready_w:
+                try:
+                    view = view[os.write(self.in_w, view[:65536]):]
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:
+                    raise EOFError from None
+            if self.err_r in ready_r:
+                with contextlib.suppress(BlockingIOError):
+                    self.stderr = (self.stderr + os.read(self.err_r, 65536))[-STORED_OUTPUT:]
+            if self.out_r in ready_r:
+                chunk = os.read(self.out_r, 1 << 20)
+                if not chunk:
+                    raise EOFError
+                answer += chunk
+                items_out = _frame_items(answer)
+                if items_out is not None:
+                    return items_out
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.in_w)  # a well-behaved service ends at its input's end
+        deadline = time.monotonic() + 1.0
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        for fd in (self.out_r, self.err_r):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def _frame_items(data: bytearray) -> list[bytes] | None:
+    """The items of a complete frame in `data`, or None while it is incomplete."""
+    if len(data) < 4:
+        return None
+    (count,) = struct.unpack_from(">i", data, 0)
+    offset = 4
+    items = []
+    for _ in range(count):
+        if len(data) < offset + 4:
+            return None
+        (length,) = struct.unpack_from(">i", data, offset)
+        offset += 4
+        if len(data) < offset + length:
+            return None
+        items.append(bytes(data[offset: offset + length]))
+        offset += length
+    return items
+
+
+_SERVICES: dict[str, _Service] = {}
+
+
+def _run_service(job: dict, scratch_root: str) -> dict:
+    """Answer a request with a service: its answer's first item is the exit status, its
+    second what it printed, and the rest come back base64-encoded as `outputs`."""
+    spec = job["service"]
+    name = spec.get("name", "service")
+    service = _SERVICES.get(name)
+    if service is not None and (service.key != json.dumps(spec, sort_keys=True)
+                                or not service.alive()):
+        service.stop()
+        service = None
+    if service is None:
+        service = _SERVICES[name] = _Service(spec, scratch_root)
+    request = [item.encode("utf-8") for item in job.get("request", [])]
+    wall = float(job.get("limits", {}).get("wall_seconds", 60))
+    started = time.monotonic()
+    step = {"name": job.get("step", "compile"), "exit_code": None, "signal": None,
+            "timed_out": False, "output_exceeded": False, "stdout": "", "cpu_ms": None,
+            "max_rss_kb": None}
+    outputs: list[str] = []
+    failure = None
+    try:
+        answer = service.ask(request, wall)
+        step["exit_code"] = int(answer[0])
+        step["stderr"] = answer[1].decode("utf-8", "replace")[:STORED_OUTPUT]
+        outputs = [base64.b64encode(item).decode("ascii") for item in answer[2:]]
+    except TimeoutError:
+        step["timed_out"] = True
+        step["stderr"] = ""
+    except (EOFError, OSError, ValueError, IndexError) as exc:
+        # Not the compiler's verdict: the tool itself is broken or crashed. The host
+        # then builds the program the ordinary way.
+        said = service.stderr.decode("utf-8", "replace").strip()[-2000:]
+        failure = (f"the {name} service failed ({type(exc).__name__})"
+                   + (f": {said}" if said else ""))
+    step["wall_ms"] = round((time.monotonic() - started) * 1000, 3)
+    if failure or step["timed_out"] or step["exit_code"] not in (0, 1):
+        # Stuck, crashed or out of memory: the next request gets a fresh one.
+        service.stop()
+        _SERVICES.pop(name, None)
+    if failure:
+        return {"steps": [], "records": [], "forged_lines": 0, "service_error": failure}
+    return {"steps": [step], "records": [], "forged_lines": 0, "outputs": outputs}
+
+
 def run_job(job: dict, scratch_root: str) -> dict:
+    if job.get("kind") == "service":
+        result = _run_service(job, scratch_root)
+        result["id"] = job.get("id")
+        return result
     scratch = tempfile.mkdtemp(prefix="job-", dir=scratch_root)
     os.chmod(scratch, 0o700)
     _give_to_job(scratch)
@@ -444,8 +619,11 @@ def run_job(job: dict, scratch_root: str) -> dict:
 
 def _empty(directory: str) -> None:
     """Remove everything in `directory`: no file of one job is there for the next."""
+    keep = {service.home for service in _SERVICES.values()}
     with contextlib.suppress(OSError):
         for entry in os.scandir(directory):
+            if entry.path in keep:
+                continue
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)
             else:
@@ -530,6 +708,8 @@ def main() -> int:
         protocol_out.flush()
         if poisoned:
             return 3
+    for service in _SERVICES.values():
+        service.stop()
     return 0
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from language_support import evaluate_one, local_engine
+from language_support import evaluate_one, local_engine, processes_with
 
 from evaluator.datasets import load_dataset
 from evaluator.engine import Engine, EngineConfig
@@ -272,3 +274,117 @@ def test_multipl_e_java_harness_check(shared_dir: Path) -> None:
     dataset = load_dataset(path=shared_dir / "datasets/multipl-e/humaneval-java.jsonl")
     report = selfcheck(dataset, backend="none")
     assert [(f.task_id, f.status) for f in report.unexplained] == []
+
+
+# -- the warm compiler ---------------------------------------------------------------------
+
+WARM_CASES = {
+    "passes": "        return a + b;\n    }\n}\n",
+    "fails": "        return a * b;\n    }\n}\n",
+    "does not compile": "        return a + ;\n    }\n}\n",
+    # Nested, local and anonymous classes: each its own class file.
+    "many classes": ("        class Local { int v() { return a; } }\n"
+                     "        Runnable r = new Runnable() { public void run() {} };\n"
+                     "        r.run();\n        return new Local().v() + Inner.of(b);\n"
+                     "    }\n    static class Inner { static int of(int x) { return x; } }\n"
+                     "}\n"),
+    # A class named like the harness's package hides it from the rewritten test, which
+    # then does not compile: the unchanged program is built instead.
+    "breaks the rewrite": "        return a + b;\n    }\n}\nclass evaluator_harness {}\n",
+    "exits early": "        System.exit(0);\n        return 0;\n    }\n}\n",
+}
+
+
+def _comparable(result: SampleResult) -> tuple[object, ...]:
+    return (result.status, result.error_type, result.message, result.suspicious,
+            [(t.status, t.source, t.expected, t.actual, t.line) for t in result.tests])
+
+
+@needs_java
+def test_the_warm_compiler_gives_the_verdicts_of_javac_itself() -> None:
+    problem = make_problem(test=TEST.replace("== 5", "== 4"))
+    samples = [Sample(task_id=problem.task_id, index=i, raw=text, completion=text)
+               for i, text in enumerate(WARM_CASES.values())]
+    verdicts = {}
+    for warm in (True, False):
+        config = EngineConfig(backend="none", workers=2, warm_compilers=warm)
+        with Engine(config) as engine:
+            results = sorted((e["result"] for e in engine.evaluate(
+                {problem.task_id: problem}, samples) if e["type"] == "sample_finished"),
+                key=lambda r: r.completion_id)
+        verdicts[warm] = results
+    for name, warm, cold in zip(WARM_CASES, verdicts[True], verdicts[False], strict=True):
+        assert _comparable(warm) == _comparable(cold), name
+        assert warm.compile_ms > 0, name
+    by_name = dict(zip(WARM_CASES, verdicts[True], strict=True))
+    assert by_name["passes"].status == "passed"
+    assert by_name["fails"].status == "failed"
+    assert by_name["does not compile"].status == "compile_error"
+    assert by_name["does not compile"].message.startswith("Main.java:")
+    assert by_name["many classes"].status == "passed", by_name["many classes"].stderr
+    rebuilt = by_name["breaks the rewrite"]
+    assert rebuilt.status == "passed"
+    assert [t.source for t in rebuilt.tests] == ["<whole program>"]
+    assert any("did not compile" in note for note in rebuilt.suspicious)
+    assert by_name["exits early"].error_type == "IncompleteRun"
+
+
+@needs_java
+def test_the_warm_compiler_is_kept_across_samples() -> None:
+    problem = make_problem(test=TEST.replace("== 5", "== 4"))
+    samples = [Sample(task_id=problem.task_id, index=i, raw=text,
+                      completion=text.replace("a + b", f"a + b + {i} - {i}"))
+               for i, text in enumerate([WARM_CASES["passes"]] * 6)]
+    others = set(processes_with("evaluator_compiler.Server"))  # other tests' engines
+    with Engine(EngineConfig(backend="none", workers=1)) as engine:
+        results = [e["result"] for e in engine.evaluate({problem.task_id: problem}, samples)
+                   if e["type"] == "sample_finished"]
+        servers = set(processes_with("evaluator_compiler.Server")) - others
+    assert [r.status for r in results] == ["passed"] * 6
+    assert len(servers) == 1, "one warm javac for one worker"
+    deadline = time.monotonic() + 3
+    while servers & set(processes_with("evaluator_compiler.Server")):
+        assert time.monotonic() < deadline, "closing the engine ends the compile service"
+        time.sleep(0.05)
+
+
+@needs_java
+def test_a_broken_compile_service_falls_back_to_javac_in_the_job(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from evaluator.languages import java as java_module
+    from evaluator.languages.base import CompileService
+
+    def broken(self: Java, limits: object) -> CompileService:
+        return CompileService(name="javac", argv=("/nonexistent/java",))
+
+    monkeypatch.setattr(java_module.Java, "compile_service", broken)
+    problem = make_problem(test=TEST.replace("== 5", "== 4"))
+    samples = [Sample(task_id=problem.task_id, index=i, raw=WARM_CASES["passes"],
+                      completion=WARM_CASES["passes"] + "//" + str(i)) for i in range(5)]
+    with Engine(EngineConfig(backend="none", workers=1)) as engine:
+        results = [e["result"] for e in engine.evaluate({problem.task_id: problem}, samples)
+                   if e["type"] == "sample_finished"]
+    assert [r.status for r in results] == ["passed"] * 5
+
+
+@needs_java
+@pytest.mark.parametrize("backend", ["bwrap", "gvisor"])
+def test_programs_cannot_see_the_compile_service(backend: str) -> None:
+    from evaluator.sandbox.base import SandboxError, get_backend
+
+    try:
+        get_backend(backend)
+    except SandboxError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"backend {backend} must work in CI: {exc}")
+        pytest.skip(f"backend {backend} is not available here: {exc}")
+    snoop = ("        ProcessHandle.allProcesses().forEach(p -> System.out.println(\n"
+             "            \"PROC \" + p.info().commandLine().orElse(\"?\")));\n"
+             "        return a + b;\n    }\n}\n")
+    problem = make_problem(test=TEST.replace("== 5", "== 4"))
+    with Engine(EngineConfig(backend=backend, workers=1)) as engine:
+        result = evaluate_one(engine, problem, sample(snoop))
+        assert processes_with("evaluator_compiler.Server"), "the warm javac was not used"
+    assert result.status == "passed", result.stderr
+    assert "PROC " in result.stdout
+    assert "evaluator_compiler" not in result.stdout
