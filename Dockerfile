@@ -21,7 +21,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates util-linux procps \
       python3 python3-venv python3-dev \
-      g++ libboost-dev libssl-dev \
+      g++ mold libboost-dev libssl-dev \
       openjdk-17-jdk-headless libjavatuples-java \
       nodejs npm \
       golang-go golang-github-stretchr-testify-dev \

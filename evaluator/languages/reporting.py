@@ -47,7 +47,7 @@ def build_script(*, source: str, first_test_line: int, split: Sequence[str],
     return f"""\
 set -u
 if {split_command} 2> .split.err; then
-    cat .split.err >&2
+    if [ -s .split.err ]; then cat .split.err >&2; fi
     exit 0
 fi
 if awk -v file={name} -v first={first_test_line} '

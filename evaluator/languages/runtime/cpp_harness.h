@@ -200,6 +200,12 @@ template <class T> std::string show(const T& value) {
     return out;
 }
 
+// A string literal shows as its `const char*` would (the overload above decays it too):
+// one shared instantiation instead of one per literal length.
+template <size_t N> std::string show(const char (&value)[N]) {
+    return show<const char*>(value);
+}
+
 // ---- sites ----------------------------------------------------------------------
 
 // One execution of one rewritten assert. `site` names the assert in the test text; the

@@ -13,7 +13,13 @@ from language_support import evaluate_one, local_engine
 from evaluator.datasets import load_dataset
 from evaluator.engine import Engine
 from evaluator.languages.base import LanguageError, RunOptions
-from evaluator.languages.cpp import Cpp, leading_includes, prelude, rewrite_test
+from evaluator.languages.cpp import (
+    CODEGEEX_HEADERS,
+    Cpp,
+    leading_includes,
+    prelude,
+    rewrite_test,
+)
 from evaluator.records import Problem, Sample, SampleResult
 from evaluator.selfcheck import selfcheck, summarize
 
@@ -277,6 +283,41 @@ def test_prelude_is_precompiled() -> None:
     assert built.header.name == "prelude.h"
     assert Path(f"{built.header}.gch").exists()
     assert built.harness_object.exists()
+    # Without <string> the shared instantiations are not declared: nothing to share.
+    assert built.instances is None
+    assert "extern template" not in built.header.read_text()
+
+
+@needs_gxx
+@pytest.mark.parametrize(("standard", "headers"), [
+    ("c++11", CODEGEEX_HEADERS), ("c++17", ("bits/stdc++.h",))])
+def test_prelude_shares_the_common_instantiations(standard: str,
+                                                  headers: tuple[str, ...]) -> None:
+    built = prelude(standard, headers)
+    text = built.header.read_text()
+    assert built.instances is not None and built.instances.exists()
+    assert "extern template class std::vector<int>;" in text
+    assert "extern template std::string evaluator_harness::show<std::vector<long> >" in text
+    script = Cpp().prepare(make_problem(), sample("    return a + b;\n}\n"),
+                           RunOptions()).job["files"][".evaluator-build.sh"]
+    assert "/instances.o" in script, "the program links the shared instantiations"
+
+
+@needs_gxx
+def test_shared_instantiations_show_values_as_before(engine: Engine) -> None:
+    """Vectors of the common types, string literals and other types, through the shared
+    object and through the program's own instantiations, show the same way."""
+    test = ("#undef NDEBUG\n#include<assert.h>\nint main(){\n"
+            "    assert (add(1, 2) == 4);\n"
+            "    assert (std::vector<long>{add(1, 1), 3} == std::vector<long>{2, 4});\n"
+            "    assert (std::vector<std::string>{\"a\"} == std::vector<std::string>{\"b\"});\n"
+            "    assert (std::vector<short>{1} == std::vector<short>{(short)add(1, 1)});\n"
+            "    assert (std::string(\"ab\") == \"abc\");\n"
+            "}\n")
+    result = run(engine, "    return a + b;\n}\n", make_problem(test=test))
+    assert [(t.actual, t.expected) for t in result.tests] == [
+        ("3", "4"), ("{2, 3}", "{2, 4}"), ('{"a"}', '{"b"}'), ("{2}", "{1}"),
+        ('"ab"', '"abc"')]
 
 
 # -- the dataset -------------------------------------------------------------------------
