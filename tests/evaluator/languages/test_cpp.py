@@ -295,7 +295,8 @@ def test_prelude_shares_the_common_instantiations(standard: str,
                                                   headers: tuple[str, ...]) -> None:
     built = prelude(standard, headers)
     text = built.header.read_text()
-    assert built.instances is not None and built.instances.exists()
+    assert built.instances is not None
+    assert built.instances.exists()
     assert "extern template class std::vector<int>;" in text
     assert "extern template std::string evaluator_harness::show<std::vector<long> >" in text
     script = Cpp().prepare(make_problem(), sample("    return a + b;\n}\n"),
