@@ -54,7 +54,8 @@ def _engine(args: argparse.Namespace) -> Engine:
     if args.cache and not args.no_cache:
         cache = SqliteCache(args.cache)
     return Engine(EngineConfig(backend=args.sandbox, workers=args.workers,
-                               options=_options(args), cache=cache, dedup=not args.no_dedup))
+                               options=_options(args), cache=cache, dedup=not args.no_dedup,
+                               warm_compilers=not args.no_warm_compilers))
 
 
 @dataclass
@@ -267,6 +268,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true")
     parser.add_argument("--no-dedup", action="store_true",
                         help="run identical programs once each (for benchmarking)")
+    parser.add_argument("--no-warm-compilers", action="store_true",
+                        help="start the compiler inside every job instead of keeping a warm "
+                             "one (Java's javac); same verdicts, slower")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 

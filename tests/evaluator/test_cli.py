@@ -96,3 +96,15 @@ def test_unknown_sandbox_backend_is_a_clear_error(samples_file: Path, tmp_path: 
                    "--no-cache", cwd=tmp_path)
     assert proc.returncode == 2
     assert "unknown sandbox backend 'docker'" in proc.stderr
+
+
+def test_warm_compilers_are_on_unless_switched_off() -> None:
+    from evaluator.__main__ import _engine, build_parser
+
+    parser = build_parser()
+    common = ["--sandbox", "none", "--no-cache"]
+    warm = _engine(parser.parse_args(["evaluate", "--samples", "s.jsonl", *common]))
+    cold = _engine(parser.parse_args(["evaluate", "--samples", "s.jsonl", *common,
+                                      "--no-warm-compilers"]))
+    assert warm.config.warm_compilers is True
+    assert cold.config.warm_compilers is False

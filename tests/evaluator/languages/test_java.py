@@ -292,6 +292,8 @@ WARM_CASES = {
     # then does not compile: the unchanged program is built instead.
     "breaks the rewrite": "        return a + b;\n    }\n}\nclass evaluator_harness {}\n",
     "exits early": "        System.exit(0);\n        return 0;\n    }\n}\n",
+    # Hostile input for the compiler itself: javac's stack overflows.
+    "overflows javac": "        return " + "(" * 6000 + "a + b" + ")" * 6000 + ";\n    }\n}\n",
 }
 
 
@@ -327,6 +329,8 @@ def test_the_warm_compiler_gives_the_verdicts_of_javac_itself() -> None:
     assert [t.source for t in rebuilt.tests] == ["<whole program>"]
     assert any("did not compile" in note for note in rebuilt.suspicious)
     assert by_name["exits early"].error_type == "IncompleteRun"
+    assert by_name["overflows javac"].status == "compile_error"
+    assert "StackOverflowError" in by_name["overflows javac"].message
 
 
 @needs_java
