@@ -100,6 +100,8 @@ class RunnerSession:
         self._buffer = b""
         self._stderr_tail = b""
         self._lock = threading.Lock()
+        self._busy = False
+        """A job was sent and its answer not read: the runner is not idle."""
 
     # -- life cycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -176,10 +178,10 @@ class RunnerSession:
             with contextlib.suppress(OSError):
                 if process.stdin:
                     process.stdin.close()
-            if process.poll() is None:
+            if process.poll() is None and not self._busy:
                 # An idle runner ends at its input's end, after stopping the services it
                 # keeps (so their CPU time is accounted to us); a busy or stuck one is
-                # killed below.
+                # killed at once, below.
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     process.wait(timeout=CLOSE_GRACE)
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -190,6 +192,7 @@ class RunnerSession:
                 with contextlib.suppress(OSError):
                     if stream:
                         stream.close()
+        self._busy = False
         cgroup, self.cgroup = self.cgroup, None
         if cgroup is not None:
             # Whatever the sandbox left (a Sentry, a Gofer, anything detached) ends here.
@@ -254,6 +257,7 @@ class RunnerSession:
             started = time.monotonic()
             if on_progress is not None:
                 job = {**job, "stream": True}
+            self._busy = True
             try:
                 self.process.stdin.write(json.dumps(job).encode() + b"\n")
                 self.process.stdin.flush()
@@ -278,6 +282,7 @@ class RunnerSession:
                 if refused:
                     raise RunnerDied(f"{exc}; the sandbox reached its process limit") from exc
                 raise
+            self._busy = False
             if cgroup is not None and cgroup.oom_kills() > oom_before:
                 steps = answer.get("steps") or []
                 if steps:
