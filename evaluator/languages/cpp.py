@@ -16,9 +16,10 @@ only headers the program includes anyway, so verdicts do not change.
 Next is generating code for the templates every program instantiates: `std::vector` of
 the dataset's element types, and the harness's value printer for them. When the
 prelude has <vector> and <string>, it declares those instantiations `extern template`,
-and an object built once with the prelude defines them; each program links it instead
-of compiling them again. The code is the same, compiled by the same compiler with the
-same flags, only in another translation unit. Linking uses mold, else gold, when
+and an archive built once with the prelude defines them, one member per type; each
+program links the members it uses instead of compiling them again. The code is the
+same, compiled by the same compiler with the same flags, only in another translation
+unit. Linking uses mold, else gold, when
 installed (same program, a fraction of ld's time).
 
 Per-test outcomes. Each `assert(...)` in the test text becomes a block that evaluates
@@ -37,6 +38,7 @@ import json
 import os
 import re
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,20 +100,25 @@ COMMON_TYPES = ("int", "long", "long long", "float", "double", "char", "std::str
 long, int, string and float cover nearly all)."""
 
 
-def _common_instances() -> tuple[list[str], list[str]]:
-    """(class instantiations, harness printer instantiations) shared by every program."""
+def _instance_groups(*, extern: bool) -> list[str]:
+    """The shared instantiations, in groups that a program needs together: one group per
+    vector type (the class and its printer), and one of the scalar printers. Each group
+    is one member of the instances archive, so a program links only the groups it uses."""
+    word = "extern template" if extern else "template"
+
+    def show(t: str) -> str:
+        return f"{word} std::string evaluator_harness::show<{t} >({t} const&);\n"
+
     vectors = [f"std::vector<{t}>" for t in COMMON_TYPES]
     vectors += ["std::vector<std::vector<int> >", "std::vector<std::vector<long> >"]
-    shown = ["bool", "unsigned", "const char*", *COMMON_TYPES, *vectors]
-    return vectors, shown
+    groups = [f"{word} class {v};\n{show(v)}" for v in vectors]
+    groups.append("".join(show(t) for t in ("bool", "unsigned", "const char*",
+                                            *COMMON_TYPES)))
+    return groups
 
 
 def _instances_text(*, extern: bool) -> str:
-    word = "extern template" if extern else "template"
-    vectors, shown = _common_instances()
-    lines = [f"{word} class {v};" for v in vectors]
-    lines += [f"{word} std::string evaluator_harness::show<{t} >({t} const&);" for t in shown]
-    return "\n".join(lines) + "\n"
+    return "".join(_instance_groups(extern=extern))
 
 
 def _has_common_headers(headers: tuple[str, ...]) -> bool:
@@ -174,8 +181,8 @@ class Prelude:
     harness_object: Path
     """The harness's non-template code, compiled once, linked into every program."""
     instances: Path | None = None
-    """The common template instantiations the prelude declares `extern` (see
-    `COMMON_TYPES`), compiled once; None when the prelude does not declare them."""
+    """The archive of the common template instantiations the prelude declares `extern`
+    (see `COMMON_TYPES`), compiled once; None when the prelude does not declare them."""
 
     @property
     def objects(self) -> list[str]:
@@ -203,15 +210,8 @@ def prelude(standard: str, headers: tuple[str, ...]) -> Prelude:
                                           + harness)
         run_tool([cxx.path, f"-std={standard}", "-c", "harness.cpp", "-o", "harness.o"],
                  cwd=work, timeout=600)
-        if _has_common_headers(headers):
-            (work / "instances.cpp").write_text("#include <vector>\n#include <string>\n"
-                                                + harness + _instances_text(extern=False))
-            try:
-                run_tool([cxx.path, f"-std={standard}", "-c", "instances.cpp", "-o",
-                          "instances.o"], cwd=work, timeout=600)
-                text += _instances_text(extern=True)
-            except ToolchainError:
-                (work / "instances.o").unlink(missing_ok=True)
+        if _has_common_headers(headers) and _build_instances(cxx, standard, harness, work):
+            text += _instances_text(extern=True)
         (work / "prelude.h").write_text(text)
         if not precompile:
             return
@@ -222,9 +222,36 @@ def prelude(standard: str, headers: tuple[str, ...]) -> Prelude:
             (work / "prelude.h.gch").unlink(missing_ok=True)
 
     built = prebuilt("cpp-prelude", key, build)
-    instances = built / "instances.o"
+    instances = built / "instances.a"
     return Prelude(header=built / "prelude.h", harness_object=built / "harness.o",
                    instances=instances if instances.exists() else None)
+
+
+def _build_instances(cxx: Compiler, standard: str, harness: str, work: Path) -> bool:
+    """Compile each instantiation group into `instances.a`; False if any fails."""
+    ar = shutil.which("ar") or "/usr/bin/ar"
+    head = "#include <vector>\n#include <string>\n" + harness
+    names = []
+    for number, group in enumerate(_instance_groups(extern=False)):
+        (work / f"instances{number}.cpp").write_text(head + group)
+        names.append(f"instances{number}")
+
+    def compile_one(name: str) -> None:
+        run_tool([cxx.path, f"-std={standard}", "-c", f"{name}.cpp", "-o", f"{name}.o"],
+                 cwd=work, timeout=600)
+
+    try:
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            list(pool.map(compile_one, names))
+        run_tool([ar, "rcs", "instances.a", *(f"{name}.o" for name in names)], cwd=work,
+                 timeout=600)
+    except ToolchainError:
+        (work / "instances.a").unlink(missing_ok=True)
+        return False
+    finally:
+        for name in names:
+            (work / f"{name}.o").unlink(missing_ok=True)
+    return True
 
 
 def leading_includes(text: str) -> list[str]:

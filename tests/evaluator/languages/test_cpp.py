@@ -301,7 +301,7 @@ def test_prelude_shares_the_common_instantiations(standard: str,
     assert "extern template std::string evaluator_harness::show<std::vector<long> >" in text
     script = Cpp().prepare(make_problem(), sample("    return a + b;\n}\n"),
                            RunOptions()).job["files"][".evaluator-build.sh"]
-    assert "/instances.o" in script, "the program links the shared instantiations"
+    assert "/instances.a" in script, "the program links the shared instantiations"
 
 
 @needs_gxx
