@@ -310,8 +310,9 @@ class Engine:
         key = f"{language.name}:{role}"
         session = sessions.get(key)
         if session is None:
+            env = {"EVALUATOR_PRELOAD": ",".join(language.preload), **language.environment()}
             session = RunnerSession(self.backend, limits=limits or self.config.options.limits,
-                                    mounts=language.mounts(), env=language.environment())
+                                    mounts=language.mounts(), env=env)
             sessions[key] = session
             with self._sessions_lock:
                 self._sessions.append(session)

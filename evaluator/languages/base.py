@@ -104,6 +104,10 @@ AskCompiler = Callable[[list[str]], dict[str, Any]]
 class Language(ABC):
     name: ClassVar[str]
     aliases: ClassVar[tuple[str, ...]] = ()
+    preload: ClassVar[tuple[str, ...]] = ()
+    """Python modules the runner imports once, before forking, for this language's jobs:
+    only Python's harness runs Python code; other languages' runners stay lean (a
+    smaller runner forks faster)."""
 
     @abstractmethod
     def prepare(self, problem: Problem, sample: Sample, options: RunOptions) -> PreparedJob:

@@ -50,6 +50,7 @@ def _case_to_job(case: CallCase) -> dict[str, Any]:
 class Python(Language):
     name = "python"
     aliases = ("py", "python3")
+    preload = ("numpy",)
 
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> tuple[str, int]:
         """The program text and the line where its test part starts."""

@@ -295,3 +295,27 @@ def test_an_engine_keeps_its_runners_across_evaluations() -> None:
             assert events[-1]["executed"] == 1
         assert len(eng._sessions) == 1
         assert eng._sessions[0].starts == 1
+
+
+def test_only_python_runners_preload_numpy() -> None:
+    from evaluator.languages import get_language
+
+    with Engine(EngineConfig(backend="none", workers=1)) as engine:
+        envs = {name: engine._session(get_language(name)).env["EVALUATOR_PRELOAD"]
+                for name in ("python", "cpp", "java", "js", "go", "rust")}
+    assert envs == {"python": "numpy", "cpp": "", "java": "", "js": "", "go": "",
+                    "rust": ""}
+
+
+def test_numpy_works_in_a_sample() -> None:
+    problem = Problem(dataset="fixture", task_id="T/numpy", language="python",
+                      natural_language="en", prompt="def f(x):\n", entry_point="f",
+                      canonical_solution="", test="def check(candidate):\n"
+                      "    assert candidate([1, 2, 3]) == 6\n")
+    completion = "    import numpy as np\n    return int(np.sum(np.array(x)))\n"
+    with Engine(EngineConfig(backend="none", workers=1)) as engine:
+        results = [e["result"] for e in engine.evaluate(
+            {problem.task_id: problem},
+            [Sample(task_id=problem.task_id, index=0, raw=completion, completion=completion)])
+            if e["type"] == "sample_finished"]
+    assert results[0].status == "passed", results[0].message
