@@ -535,12 +535,16 @@ def _frame_items(data: bytearray) -> list[bytes] | None:
     if len(data) < 4:
         return None
     (count,) = struct.unpack_from(">i", data, 0)
+    if count < 0:
+        raise ValueError(f"a frame of {count} items")
     offset = 4
     items = []
     for _ in range(count):
         if len(data) < offset + 4:
             return None
         (length,) = struct.unpack_from(">i", data, offset)
+        if length < 0:
+            raise ValueError(f"an item of {length} bytes")
         offset += 4
         if len(data) < offset + length:
             return None

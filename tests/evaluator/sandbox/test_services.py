@@ -42,6 +42,9 @@ while True:
     elif request[0] == b"crash":
         sys.stderr.write("giving up\n"); sys.stderr.flush()
         os._exit(5)
+    elif request[0] == b"garbage":
+        sys.stdout.buffer.write(struct.pack(">i", 2) + struct.pack(">i", -5))
+        sys.stdout.buffer.flush()
     elif request[0] == b"big":
         write([b"0", b"", b"x" * 3_000_000])
     else:
@@ -115,3 +118,10 @@ def test_a_missing_tool_is_a_service_error(session: RunnerSession) -> None:
                                       "limits": limits}})
     assert "the absent service failed" in answer["service_error"]
     assert "cannot run /nonexistent/tool" in answer["service_error"]
+
+
+def test_a_malformed_answer_is_a_service_error(session: RunnerSession) -> None:
+    answer = ask(session, "garbage")
+    assert answer["steps"] == []
+    assert "ValueError" in answer["service_error"]
+    assert outputs(ask(session, "pid"))[0], "a fresh service answers the next request"
