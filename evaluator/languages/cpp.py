@@ -19,8 +19,10 @@ prelude has <vector> and <string>, it declares those instantiations `extern temp
 and an archive built once with the prelude defines them, one member per type; each
 program links the members it uses instead of compiling them again. The code is the
 same, compiled by the same compiler with the same flags, only in another translation
-unit. Linking uses mold, else gold, when
-installed (same program, a fraction of ld's time).
+unit. (One theoretical difference: a program that explicitly specialises, say,
+`std::vector<int>` itself, which the standard forbids, is now refused where g++ alone
+accepts it.) Linking uses mold, else gold, when installed: the same program, in a
+fraction of ld's time.
 
 Per-test outcomes. Each `assert(...)` in the test text becomes a block that evaluates
 the condition, reports it (with expected and actual when it is `a == b`, and otherwise
