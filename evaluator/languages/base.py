@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from evaluator.languages.toolchains import ToolchainError
 from evaluator.records import (
     HARNESS_VERSION,
     Problem,
@@ -140,8 +141,17 @@ class Language(ABC):
         """Environment variables the toolchain needs inside the sandbox."""
         return {}
 
+    def require_toolchain(self) -> None:
+        """Raise `ToolchainError`, saying what to install, when the toolchain is missing
+        (Python's is the interpreter the runner already uses)."""
+        return None
+
     def available(self) -> str | None:
         """None when the toolchain is installed here, else what is missing."""
+        try:
+            self.require_toolchain()
+        except ToolchainError as exc:
+            return str(exc)
         return None
 
     def compile_service(self, limits: SandboxLimits) -> CompileService | None:

@@ -61,6 +61,7 @@ from evaluator.languages.reporting import (
     LAUNCHER_FILE,
     Rewrite,
     Site,
+    apply_edits,
     build_script,
     normalise_records,
 )
@@ -319,7 +320,7 @@ def rewrite_test(test: str, callees: tuple[str, ...]) -> Rewrite:
         edits.append((token.start, tokens[close].end,
                       replacement + "\n" * original.count("\n")))
         i = close + 1
-    return Rewrite(_apply(test, edits), sites=sites)
+    return Rewrite(apply_edits(test, edits), sites=sites)
 
 
 def _is_assert(tokens: list[Token], i: int) -> bool:
@@ -412,17 +413,6 @@ def _tapped(text: str, inner: list[Token], callees: tuple[str, ...]) -> str:
                     + f"evaluator_site_.tap({call})"
                     + text[inner[close].end: inner[-1].end])
     return c_family.span(text, inner)
-
-
-def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
-    out: list[str] = []
-    position = 0
-    for start, end, replacement in sorted(edits, key=lambda e: (e[0], e[1])):
-        out.append(text[position:start])
-        out.append(replacement)
-        position = max(position, end)
-    out.append(text[position:])
-    return "".join(out)
 
 
 # -- the language -------------------------------------------------------------------------
@@ -519,9 +509,5 @@ class Cpp(Language):
         # backend mounts.
         return [Mount(cache_root())]
 
-    def available(self) -> str | None:
-        try:
-            compiler()
-        except ToolchainError as exc:
-            return str(exc)
-        return None
+    def require_toolchain(self) -> None:
+        compiler()

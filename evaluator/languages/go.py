@@ -40,7 +40,12 @@ from evaluator.languages.base import (
     RunOptions,
     program_hash,
 )
-from evaluator.languages.reporting import LAUNCHER, LAUNCHER_FILE, whole_program_records
+from evaluator.languages.reporting import (
+    LAUNCHER,
+    LAUNCHER_FILE,
+    apply_edits,
+    whole_program_records,
+)
 from evaluator.languages.toolchains import (
     ToolchainError,
     executable,
@@ -408,12 +413,8 @@ class Go(Language):
                 if re.search(rf'"{re.escape(pkg)}"', _import_section(problem.prompt))]
         return stub + "".join(f"{use}\n" for use in uses)
 
-    def available(self) -> str | None:
-        try:
-            toolchain()
-        except ToolchainError as exc:
-            return str(exc)
-        return None
+    def require_toolchain(self) -> None:
+        toolchain()
 
     # -- reading the outcome ------------------------------------------------------------
     def interpret(self, prepared: PreparedJob, answer: dict[str, Any], sample: Sample,
@@ -460,18 +461,6 @@ def normalise_records(prepared: PreparedJob, answer: dict[str, Any]) -> dict[str
                 record.setdefault("suspicious", [])
                 record["suspicious"] = [*record["suspicious"], f"per-test split limited: {note}"]
     return {**answer, "records": records}
-
-
-def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
-    """Apply (start, end, replacement) edits, which must not overlap."""
-    out: list[str] = []
-    position = 0
-    for start, end, replacement in sorted(edits, key=lambda e: (e[0], e[1])):
-        out.append(text[position:start])
-        out.append(replacement)
-        position = max(position, end)
-    out.append(text[position:])
-    return "".join(out)
 
 
 def _offset_of_line(text: str, line: int) -> int:

@@ -61,6 +61,7 @@ from evaluator.languages.reporting import (
     LAUNCHER_FILE,
     Rewrite,
     Site,
+    apply_edits,
     build_script,
     normalise_records,
     user_error_before,
@@ -191,7 +192,7 @@ def rewrite_test(test: str, callees: tuple[str, ...]) -> Rewrite:
         return Rewrite(test, whole_reason=f"the test text could not be split ({exc})")
     if not writer.sites:
         return Rewrite(test, whole_reason="no check in the test was recognised")
-    return Rewrite(_apply(test, writer.edits), sites=writer.sites)
+    return Rewrite(apply_edits(test, writer.edits), sites=writer.sites)
 
 
 class _Writer:
@@ -450,17 +451,6 @@ def _is_postfix(tokens: list[Token]) -> bool:
     return True
 
 
-def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
-    out: list[str] = []
-    position = 0
-    for start, end, replacement in sorted(edits, key=lambda e: (e[0], e[1])):
-        out.append(text[position:start])
-        out.append(replacement)
-        position = max(position, end)
-    out.append(text[position:])
-    return "".join(out)
-
-
 def _classes(text: str) -> list[tuple[int, str, bool]]:
     """(offset, name, public) of each class declared in `text`, comments skipped."""
     try:
@@ -682,12 +672,8 @@ class Java(Language):
             return stub
         return stub + "    }\n}\n"
 
-    def available(self) -> str | None:
-        try:
-            jdk()
-        except ToolchainError as exc:
-            return str(exc)
-        return None
+    def require_toolchain(self) -> None:
+        jdk()
 
 
 def _with_threads(limits: SandboxLimits) -> dict[str, Any]:

@@ -119,9 +119,5 @@ class JavaScript(Language):
         return {"NODE_PATH": str(node_modules()), "NODE_OPTIONS": "",
                 "NODE_DISABLE_COLORS": "1", "NO_COLOR": "1"}
 
-    def available(self) -> str | None:
-        try:
-            _node()
-        except ToolchainError as exc:
-            return str(exc)
-        return None
+    def require_toolchain(self) -> None:
+        _node()

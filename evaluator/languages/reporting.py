@@ -1,4 +1,4 @@
-"""What the C++ and Java modules share about reading a rewritten test harness's report.
+"""What the language modules share about rewriting a test harness and reading its report.
 
 Their harnesses run in the program's own process, so the report nonce must not sit in
 the environment where the program could read it (`getenv`, `System.getenv`,
@@ -76,6 +76,18 @@ def user_error_before(stderr: str, source: str, first_test_line: int) -> bool:
                 and 0 < int(fields[1]) < first_test_line:
             return True
     return False
+
+
+def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """Apply (start, end, replacement) edits, which must not overlap."""
+    out: list[str] = []
+    position = 0
+    for start, end, replacement in sorted(edits, key=lambda e: (e[0], e[1])):
+        out.append(text[position:start])
+        out.append(replacement)
+        position = max(position, end)
+    out.append(text[position:])
+    return "".join(out)
 
 
 @dataclass(frozen=True)

@@ -52,12 +52,13 @@ from evaluator.languages.base import (
     RunOptions,
     program_hash,
 )
-from evaluator.languages.go import apply_edits, normalise_records
+from evaluator.languages.go import normalise_records
 from evaluator.languages.reporting import (
     BUILD_FILE,
     FALLBACK_MARKER,
     LAUNCHER,
     LAUNCHER_FILE,
+    apply_edits,
     build_script,
 )
 from evaluator.languages.toolchains import (
@@ -384,12 +385,8 @@ class Rust(Language):
     def environment(self) -> dict[str, str]:
         return {"CARGO_HOME": "/nonexistent"}
 
-    def available(self) -> str | None:
-        try:
-            toolchain()
-        except ToolchainError as exc:
-            return str(exc)
-        return None
+    def require_toolchain(self) -> None:
+        toolchain()
 
     def interpret(self, prepared: PreparedJob, answer: dict[str, Any], sample: Sample,
                   problem: Problem, options: RunOptions, sandbox: SandboxInfo) -> SampleResult:
