@@ -1,10 +1,12 @@
 # One image for the web server and the Celery workers, with every toolchain the evaluator
 # runs (Python, C++, Java, JavaScript, Go, Rust) and both sandboxes (bubblewrap, gVisor's
 # runsc). The same image runs as:
-#   web:     uvicorn webapp.asgi:application ...        (the default command)
+#   web:     uvicorn webapp.asgi:application ...                (the default command)
 #   worker:  celery -A webapp worker -Q default,eval-python ...
 #   release: python manage.py migrate && python manage.py import_dataset package:humaneval
-# See docs/webapp.md for the environment variables and the privileges the sandboxes need.
+#   beat:    celery -A webapp beat ...                          (exactly one)
+# compose.yaml runs them all on one host. See docs/webapp.md for the environment variables
+# and the privileges the sandboxes need.
 FROM debian:bookworm-slim
 
 ENV DEBIAN_FRONTEND=noninteractive \
@@ -15,12 +17,12 @@ ENV DEBIAN_FRONTEND=noninteractive \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # Debian's python3 is 3.11 on bookworm: the app runs on it, and the sandboxed runner uses
-# /usr/bin/python3 inside the sandbox. util-linux brings setpriv, which bubblewrap needs
-# when the worker runs as root.
+# /usr/bin/python3 inside the sandbox, and preloads numpy there for the programs that import
+# it. util-linux brings setpriv, which bubblewrap needs when the worker runs as root.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates util-linux procps \
-      python3 python3-venv python3-dev \
+      python3 python3-venv python3-dev python3-numpy \
       g++ mold libboost-dev libssl-dev \
       openjdk-17-jdk-headless libjavatuples-java \
       nodejs npm \
