@@ -174,19 +174,41 @@ EVALUATOR_MEMORY_MB = env_int("EVALUATOR_MEMORY_MB", 1024, minimum=64)
 CHUNK_SAMPLES = env_int("WORKBENCH_CHUNK_SAMPLES", 25, minimum=1)
 """A chunk holds whole problems and at least this many samples (the last may hold fewer)."""
 CHUNK_TIME_LIMIT = env_int("WORKBENCH_CHUNK_TIME_LIMIT", 3600, minimum=10)
-"""Seconds a chunk task may run; also how long its claim lasts before another may take it."""
+"""Seconds a chunk task may run."""
+LEASE_SECONDS = env_int("WORKBENCH_LEASE_SECONDS", 30, minimum=5)
+"""A worker holds a chunk (or a run it is scoring) by a lease that its heartbeat renews every
+sixth of this; once the lease has passed without a renewal, the sweeper takes the work back."""
+SWEEP_SECONDS = env_float("WORKBENCH_SWEEP_SECONDS", 10.0, minimum=1.0)
+"""How often the sweeper (`runs.sweep`, on Celery beat) looks for lost work."""
+LIVE_RECONCILE_SECONDS = env_float("WORKBENCH_LIVE_RECONCILE_SECONDS", 10.0, minimum=0.5)
+"""How often a live websocket compares what it sent with the database, and sends what the
+channel layer dropped."""
 
 # -- Celery and Channels ------------------------------------------------------------------
 REDIS_URL = env_optional("REDIS_URL")
+REDIS_SOCKET_TIMEOUT = 30.0
+"""Seconds a Redis read may take: longer than any blocking wait the channel layer makes."""
+
+
+def redis_channel_layer(url: str) -> dict[str, Any]:
+    return {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {
+            # channels-redis waits on Redis for up to 5 s for a message (BZPOPMIN), and
+            # redis-py gives up reading a socket after 5 s by default: every quiet websocket
+            # then died of a TimeoutError. Reads must outlast the wait.
+            "hosts": [{"address": url, "socket_timeout": REDIS_SOCKET_TIMEOUT,
+                       "socket_connect_timeout": 5, "health_check_interval": 15}],
+            "capacity": 1000,
+            "expiry": 60,
+        },
+    }
+
+
 BROKER_DIR = VAR_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
-    CHANNEL_LAYERS: dict[str, Any] = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
-        }
-    }
+    CHANNEL_LAYERS: dict[str, Any] = {"default": redis_channel_layer(REDIS_URL)}
 else:
     # Embedded: no broker server. Celery passes messages through files under var/broker,
     # and the channel layer is a SQLite file that the web server polls, so that events
@@ -221,6 +243,14 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A broker that restarts, however long it takes, is waited for, never given up on.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# The sweeper: one beat process sends it; it re-sends work whose lease expired or whose
+# message the broker lost (the database says what still has to run).
+CELERY_BEAT_SCHEDULE = {
+    "sweep-runs": {"task": "runs.sweep", "schedule": SWEEP_SECONDS,
+                   "options": {"queue": "default", "expires": SWEEP_SECONDS}},
+}
 
 LOGGING = {
     "version": 1,

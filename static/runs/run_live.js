@@ -1,6 +1,7 @@
 // Live run page: joins ws/runs/<id>/ and applies the run's typed events (see
-// webapp/runs/events.py). Counts come from the event with the largest `done`, since events
-// of parallel chunks can arrive slightly out of order.
+// webapp/runs/events.py). Counts come from the event with the largest `done`. Durable events
+// carry `seq`; on reconnecting, the page asks for what came after the last one it saw
+// (`?after=<seq>`) and the server sends exactly those, then live ones.
 (function () {
   "use strict";
   const configNode = document.getElementById("run-live-config");
@@ -9,7 +10,7 @@
   if (!config.live) return;
 
   const LOG_LIMIT = 200;
-  const state = { done: config.done, logged: new Set(), finished: false, retries: 0 };
+  const state = { done: config.done, seq: config.seq, logged: new Set(), finished: false, retries: 0 };
   document.querySelectorAll("#log [data-sample]").forEach((node) => {
     state.logged.add(Number(node.dataset.sample));
   });
@@ -143,6 +144,12 @@
     }
   }
 
+  function recovering(event) {
+    const notice = $("recovery-notice");
+    notice.textContent = event.message + " The run is resuming by itself.";
+    notice.hidden = false;
+  }
+
   const handlers = {
     snapshot(event) {
       applyProgress(event.progress, true);
@@ -155,6 +162,7 @@
     sample_started: started,
     test_reported: testReported,
     sample_finished: finished,
+    run_recovering: recovering,
     run_finished(event) {
       setStatus(event.status);
       applyProgress(event.progress, true);
@@ -179,19 +187,22 @@
 
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-    socket = new WebSocket(scheme + window.location.host + config.ws_path);
+    const after = state.seq === null || state.seq === undefined ? "" : "?after=" + state.seq;
+    socket = new WebSocket(scheme + window.location.host + config.ws_path + after);
     socket.onopen = () => { state.retries = 0; $("live-state").textContent = "· live"; };
     socket.onmessage = (message) => {
       const event = JSON.parse(message.data);
+      if (event.type === "snapshot") state.seq = event.seq;
+      else if (typeof event.seq === "number") state.seq = Math.max(state.seq || 0, event.seq);
       const handler = handlers[event.type];
       if (handler) handler(event);
     };
     socket.onclose = () => {
       if (state.finished) return;
-      // Reconnect with backoff; the snapshot on reconnect fills any gap.
+      // Reconnect with backoff, asking for what came after the last event seen.
       state.retries += 1;
       $("live-state").textContent = "· reconnecting…";
-      setTimeout(connect, Math.min(10000, 500 * 2 ** state.retries));
+      setTimeout(connect, Math.min(10000, 250 * 2 ** state.retries));
     };
   }
   connect();

@@ -85,3 +85,43 @@ def test_invalid_group_name_is_refused(tmp_path):
     layer = SQLiteChannelLayer(str(tmp_path / "layer.sqlite3"))
     with pytest.raises(TypeError):
         run(layer.group_send("bad name!", {"type": "x"}))
+
+
+def test_a_quiet_redis_channel_outlasts_the_layer_s_blocking_wait():
+    """The Redis layer as production configures it: a websocket with no event for longer
+    than the layer's blocking wait (and redis-py's default read timeout, both 5 s) keeps
+    receiving. With the old configuration this raised redis.exceptions.TimeoutError."""
+    import os
+
+    import redis
+    from channels_redis.core import RedisChannelLayer
+
+    from webapp.settings import redis_channel_layer
+
+    url = os.environ.get("WORKBENCH_TEST_REDIS", "redis://127.0.0.1:6379/14")
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
+    except Exception as exc:
+        if os.environ.get("WORKBENCH_REQUIRE_SERVICES"):
+            pytest.fail(f"Redis is not reachable at {url} ({exc})")
+        pytest.skip(f"Redis is not reachable at {url}")
+    config = redis_channel_layer(url)["CONFIG"]
+    quiet = RedisChannelLayer.brpop_timeout + 3
+
+    async def scenario():
+        web = RedisChannelLayer(**config)
+        worker = RedisChannelLayer(**config)
+        channel = await web.new_channel()
+        await web.group_add("run-quiet", channel)
+        receiving = asyncio.ensure_future(web.receive(channel))
+        # Nothing arrives for longer than the blocking wait; the receive must still be alive.
+        done, _ = await asyncio.wait({receiving}, timeout=quiet)
+        assert not done, f"receive ended during a quiet period: {receiving.result()!r}"
+        await worker.group_send("run-quiet", {"type": "run.event", "n": 1})
+        message = await asyncio.wait_for(receiving, 10)
+        await web.flush()
+        await web.close_pools()
+        await worker.close_pools()
+        return message
+
+    assert run(scenario())["n"] == 1

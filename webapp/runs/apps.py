@@ -6,3 +6,8 @@ from django.apps import AppConfig
 class RunsConfig(AppConfig):
     name = "webapp.runs"
     label = "runs"
+
+    def ready(self) -> None:
+        # Register the tasks in every process, the web server's too: work is sent by task
+        # name (webapp.runs.dispatch), and Celery's autodiscovery is lazy.
+        from webapp.runs import tasks  # noqa: F401

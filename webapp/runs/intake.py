@@ -46,20 +46,24 @@ def upload_was_too_large(request: HttpRequest) -> bool:
 
 
 def intake_file(
-    *, user: AbstractBaseUser, uploaded: UploadedFile, dataset: Dataset, sanitize: bool
+    *, user: AbstractBaseUser, uploaded: UploadedFile, dataset: Dataset, sanitize: bool,
+    profile: str = "",
 ) -> Intake:
-    """Stage and check an uploaded file. On any error the staged copy is already deleted."""
+    """Stage and check an uploaded file. On any error the staged copy is already deleted.
+    `profile` "" is the dataset's own reference harness."""
     path, sha256, size = stage_uploaded_file(uploaded)
     return intake_staged(user=user, path=path, file_name=uploaded.name or path.name,
-                         sha256=sha256, size=size, dataset=dataset, sanitize=sanitize)
+                         sha256=sha256, size=size, dataset=dataset, sanitize=sanitize,
+                         profile=profile)
 
 
 def intake_staged(
     *, user: AbstractBaseUser, path: Path, file_name: str, sha256: str, size: int,
-    dataset: Dataset, sanitize: bool,
+    dataset: Dataset, sanitize: bool, profile: str = "",
 ) -> Intake:
     check = upload_check(path=path, file_name=file_name, sha256=sha256, size=size,
-                         dataset=dataset, options=EvaluationOptions(sanitize=sanitize))
+                         dataset=dataset,
+                         options=EvaluationOptions(sanitize=sanitize, profile=profile))
     if not check.ok:
         discard_staged(path)
         return Intake(check=check, issues=check.issues)

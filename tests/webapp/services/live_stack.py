@@ -8,6 +8,8 @@ import json
 import re
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -58,10 +60,77 @@ class Browser:
     def cookie(self, name: str) -> str | None:
         return next((c.value for c in self.jar if c.name == name), None)
 
-    def websocket(self, run_id: int) -> Any:
-        url = self.base.replace("http://", "ws://") + f"/ws/runs/{run_id}/"
+    def post(self, path: str, data: dict[str, str]) -> tuple[int, str]:
+        """A form post, with the CSRF token; the status and where it led."""
+        token = self.cookie("csrftoken")
+        assert token, "GET a page with a form first"
+        body = urllib.parse.urlencode({**data, "csrfmiddlewaretoken": token}).encode()
+        request = urllib.request.Request(self.base + path, data=body,
+                                         headers={"Referer": self.base + path})
+        try:
+            with self.opener.open(request, timeout=30) as response:
+                return response.status, response.url
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.url
+
+    def websocket(self, run_id: int, *, after: int | None = None) -> Any:
+        query = "" if after is None else f"?after={after}"
+        url = self.base.replace("http://", "ws://") + f"/ws/runs/{run_id}/{query}"
         return connect(url, additional_headers={"Cookie": f"sessionid={self.cookie('sessionid')}",
                                                 "Origin": self.base}, open_timeout=10)
+
+
+class LiveViewer(threading.Thread):
+    """A run page's websocket as the page's script drives it: on any drop it reconnects,
+    with backoff, naming the last event number it saw; it stops at `run_finished`.
+
+    `events` holds what it received, in order; `connections` counts the sockets it opened.
+    """
+
+    def __init__(self, browser: Browser, run_id: int, *, after: int | None = None,
+                 deadline: float = 600.0) -> None:
+        super().__init__(daemon=True, name=f"viewer-{run_id}")
+        self.browser = browser
+        self.run_id = run_id
+        self.seq = after
+        self.deadline = time.monotonic() + deadline
+        self.events: list[dict[str, Any]] = []
+        self.connections = 0
+        self.errors: list[str] = []
+        self.finished = threading.Event()
+        self.joined = threading.Event()
+
+    def run(self) -> None:
+        delay = 0.25
+        while time.monotonic() < self.deadline and not self.finished.is_set():
+            try:
+                with self.browser.websocket(self.run_id, after=self.seq) as socket:
+                    self.connections += 1
+                    self.joined.set()
+                    delay = 0.25
+                    while not self.finished.is_set():
+                        self._receive(json.loads(socket.recv(timeout=60)))
+            except Exception as exc:  # a drop, a refused connection, a restarting server
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _receive(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+        if event["type"] == "snapshot":
+            self.seq = event["seq"]
+        elif isinstance(event.get("seq"), int):
+            self.seq = max(self.seq or 0, event["seq"])
+        if event["type"] == "run_finished" or (
+            event["type"] == "snapshot" and event["status"] in ("finished", "failed", "cancelled")
+        ):
+            self.finished.set()
+
+    def durable(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if "seq" in e and e["type"] != "snapshot"]
+
+    def finished_sample_ids(self) -> list[int]:
+        return [e["entry"]["sample_id"] for e in self.events if e["type"] == "sample_finished"]
 
 
 def api(base: str, token: str, path: str, *, fields: dict[str, str] | None = None,
@@ -94,7 +163,7 @@ def api(base: str, token: str, path: str, *, fields: dict[str, str] | None = Non
 
 def add_user(stack: Stack, username: str, password: str) -> str:
     """Create the account and return a fresh API token."""
-    return stack.manage("ensure_user", username, "--password", password, "--token-name", "tests",
+    return stack.manage("ensure_user", username, f"--password={password}", "--token-name", "tests",
                         capture=True).strip().splitlines()[-1]
 
 

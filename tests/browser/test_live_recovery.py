@@ -1,0 +1,104 @@
+"""The live run page through faults, in Chromium, on the embedded stack that `make run`
+starts: the web server is killed and started again, then the worker is; the page says
+"reconnecting…" while it is, catches up by itself, says the run is resuming, and ends with
+every sample in its log once, without a reload."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import PASSWORD, USER, screenshot, signed_in_page
+from tests.webapp.services.live_stack import add_user, api
+from tests.webapp.support import write_jsonl
+from webapp.stack import Stack, free_port
+
+pytestmark = pytest.mark.browser
+
+SAMPLES = 16
+# Slow enough that both faults land mid-run; each sample distinct, so none is deduplicated.
+SLOW = ("    import time\n    time.sleep(0.4)\n    _sample = {n}\n"
+        "    return number % 1.0\n")
+
+
+@pytest.fixture(scope="module")
+def stack(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    work = tmp_path_factory.mktemp("live-recovery")
+    stack = Stack(env={
+        "WORKBENCH_VAR_DIR": str(work / "var"), "EVALUATOR_SANDBOX": "none",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(40), "DATABASE_URL": "", "REDIS_URL": "",
+        "WORKBENCH_CHUNK_SAMPLES": "4",
+        # A short lease and sweep, so that the worker's loss is noticed within the test.
+        "WORKBENCH_LEASE_SECONDS": "6", "WORKBENCH_SWEEP_SECONDS": "1",
+    }, port=free_port(), concurrency=1, log_dir=work / "logs")
+    try:
+        stack.prepare(static=True)
+        stack.token = add_user(stack, USER, PASSWORD)  # type: ignore[attr-defined]
+        stack.start()
+        stack.work = work  # type: ignore[attr-defined]
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture
+def live_page(browser: Any, stack: Stack) -> Iterator[Any]:
+    with signed_in_page(browser, stack.url, timeout_ms=60_000) as page:
+        yield page
+
+
+def _log_count(page: Any) -> int:
+    return int(page.locator("#log .log-entry").count())
+
+
+def test_the_live_page_rides_out_a_web_restart_and_a_lost_worker(live_page: Any,
+                                                                  stack: Stack):
+    page = live_page
+    samples = [{"task_id": "HumanEval/2", "completion": SLOW.format(n=n)} for n in range(SAMPLES)]
+    path = write_jsonl(stack.work / "slow.jsonl", samples)  # type: ignore[attr-defined]
+    status, created = api(stack.url, stack.token, "/api/runs", file=path,  # type: ignore[attr-defined]
+                          fields={"dataset": "humaneval/python/en", "name": "faults"})
+    assert status == 201, created
+    page.goto(f"/runs/{created['id']}/")
+    page.evaluate("window.__sameDocument = true")
+    page.wait_for_function("document.getElementById('live-state').textContent.includes('live')")
+    page.wait_for_function("document.querySelectorAll('#log .log-entry').length >= 2")
+
+    # The web server dies: the page says so, and says nothing else until it is back.
+    web = stack.processes["web"]
+    os.killpg(web.pid, signal.SIGKILL)
+    web.wait()
+    page.wait_for_function(
+        "document.getElementById('live-state').textContent.includes('reconnecting')")
+    stack.start_web()
+    stack.wait_ready(timeout=120)
+    page.wait_for_function("document.getElementById('live-state').textContent.includes('live')"
+                           " && !document.getElementById('live-state').textContent"
+                           ".includes('reconnecting')")
+
+    # The worker dies mid-run (with its pool, as a lost machine); a new one is started.
+    before = _log_count(page)
+    worker = stack.processes["worker"]
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait()
+    stack.start_worker()
+    notice = page.locator("#recovery-notice")
+    notice.wait_for(state="visible")
+    assert "taken back" in notice.inner_text()
+    screenshot(page, "run_recovering", full_page=False)
+
+    page.wait_for_function(
+        f"document.getElementById('progress-text').textContent.trim() === '{SAMPLES} / {SAMPLES}'")
+    page.wait_for_function("document.getElementById('run-status').textContent === 'Finished'")
+    assert page.evaluate("window.__sameDocument") is True, "caught up without a reload"
+    ids = page.locator("#log .log-entry").evaluate_all(
+        "items => items.map(item => item.dataset.sample)")
+    assert len(ids) == len(set(ids)) == SAMPLES, "every sample once"
+    assert before < SAMPLES, "the worker was lost mid-run"
+    assert page.locator('#counts [data-status="passed"]').inner_text().strip() == str(SAMPLES)

@@ -1,0 +1,70 @@
+"""Data migrations of the runs app."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from django.apps import apps as django_apps
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from tests.webapp.support import client_for
+from webapp.benchmarks.models import Dataset
+from webapp.runs.models import ProfileComparison, ProfileScore, Run, Sample
+
+
+def test_source_task_id_migration_copies_task_id_into_existing_rows(
+    personas, humaneval, samples_file, token_client, django_capture_on_commit_callbacks
+):
+    client = token_client(personas.owner)
+    with samples_file.open("rb") as handle, django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/api/runs", {"file": handle, "dataset": "humaneval/python/en"})
+    assert response.status_code == 201, response.content
+    run_id = response.json()["id"]
+    # Rows from before the field existed: the migration added it empty.
+    Sample.objects.filter(run_id=run_id).update(source_task_id="")
+    migration = importlib.import_module("webapp.runs.migrations.0003_sample_source_task_id")
+    migration.copy_task_id(django_apps, None)
+    assert list(Sample.objects.filter(run_id=run_id).values_list("source_task_id", "task_id")) == [
+        ("HumanEval/0", "HumanEval/0"), ("HumanEval/0", "HumanEval/0"),
+        ("HumanEval/1", "HumanEval/1"), ("HumanEval/1", "HumanEval/1")]
+    lines = client_for(personas.owner).get(f"/api/runs/{run_id}/results").content.splitlines()
+    assert [line.split(b",")[0] for line in lines] == [b'{"task_id": "HumanEval/0"'] * 2 + [
+        b'{"task_id": "HumanEval/1"'] * 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_profile_comparison_migration_adds_its_tables_and_keeps_runs_from_before(personas):
+    before, after = [("runs", "0003_sample_source_task_id")], [("runs", "0004_profile_comparison")]
+    dataset = Dataset.objects.create(name="humaneval", language="python", natural_language="en",
+                                     version="v1", layout="humaneval", key="humaneval/python/en",
+                                     source="test")
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate(before)
+        assert "runs_profilecomparison" not in connection.introspection.table_names()
+        old_apps = executor.loader.project_state(before).apps
+        old_run = old_apps.get_model("runs", "Run").objects.create(
+            owner_id=personas.owner.pk, team_id=personas.team.pk, name="from before profiles",
+            dataset_id=dataset.pk, file_name="a.jsonl", file_sha256="0" * 64, file_size=1,
+            file_layout="completion", options={"sanitize": False, "timeout_seconds": 10.0},
+            fingerprint="0" * 64, harness_version="1", status="finished",
+        )
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        run = Run.objects.get(pk=old_run.pk)
+        # Nothing names its profile: the strict rules judged it, and the page says so.
+        assert (run.profile_name, run.profile_recorded) == ("strict", False)
+        comparison = ProfileComparison.objects.create(run=run, baseline=run.profile_name)
+        ProfileScore.objects.create(comparison=comparison, profile="strict", version="1")
+        assert run.profile_comparison.scores.count() == 1
+        executor = MigrationExecutor(connection)
+        executor.migrate(before)
+        assert "runs_profilecomparison" not in connection.introspection.table_names()
+        assert "runs_profilescore" not in connection.introspection.table_names()
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert Run.objects.filter(pk=old_run.pk).exists()
