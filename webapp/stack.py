@@ -9,6 +9,7 @@ environment before any settings are read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -17,7 +18,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +46,7 @@ class Stack:
     """Where the children's output goes; None lets it through to this terminal."""
     python: str = sys.executable
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    _worker_queues: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -81,17 +83,26 @@ class Stack:
             output = (self.log_dir / f"{name}.log").open("ab")
         else:
             output = None
-        # Each child leads its own process group, so stopping it also stops its pool.
-        self.processes[name] = subprocess.Popen(
-            argv, env=self.child_env(), cwd=REPO_ROOT, stdout=output, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        # Each child leads its own process group, so stopping it also stops its pool. Ctrl-C
+        # waits until the child is on record: one started but not yet known would be left.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            self.processes[name] = subprocess.Popen(
+                argv, env=self.child_env(), cwd=REPO_ROOT, stdout=output,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
-    def start_worker(self) -> None:
-        self._spawn("worker", [
+    def start_worker(self, name: str = "worker", queues: tuple[str, ...] | None = None) -> None:
+        """A Celery worker serving `queues` (all of them by default); several workers with
+        different queues stand in for machines with different toolchains."""
+        self._worker_queues[name] = queues or self._worker_queues.get(name) or self.queues
+        self._spawn(name, [
             self.python, "-m", "celery", "-A", "webapp", "worker", "--loglevel", "INFO",
-            "--queues", ",".join(self.queues), "--concurrency", str(self.concurrency),
-            "--without-gossip", "--without-mingle", "--hostname", f"worker-{self.port}@%h",
+            "--queues", ",".join(self._worker_queues[name]),
+            "--concurrency", str(self.concurrency),
+            "--without-gossip", "--without-mingle", "--hostname", f"{name}-{self.port}@%h",
         ])
 
     def start_web(self) -> None:
@@ -100,8 +111,19 @@ class Stack:
             "--port", str(self.port), "--lifespan", "off", "--no-access-log",
         ])
 
+    def start_beat(self) -> None:
+        """The one scheduler of the periodic sweeper (`runs.sweep`); its schedule file lives
+        under the var folder, so a restart keeps its place."""
+        var_dir = Path(self.child_env().get("WORKBENCH_VAR_DIR") or REPO_ROOT / "var")
+        var_dir.mkdir(parents=True, exist_ok=True)
+        self._spawn("beat", [
+            self.python, "-m", "celery", "-A", "webapp", "beat", "--loglevel", "INFO",
+            "--schedule", str(var_dir / "celerybeat-schedule"),
+        ])
+
     def start(self, *, timeout: float = 60.0) -> None:
         self.start_worker()
+        self.start_beat()
         self.start_web()
         self.wait_ready(timeout=timeout)
 
@@ -143,22 +165,89 @@ class Stack:
                 process.wait()
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)  # Pool children left behind, if any.
+            _wait_until_group_gone(process.pid, deadline=time.monotonic() + timeout)
         self.processes.clear()
 
-    def wait(self) -> int:
-        """Block until a child exits (or Ctrl-C), then stop the rest; the exit status."""
+    @contextlib.contextmanager
+    def stopped_on_signal(self) -> Iterator[None]:
+        """Everything started inside stops on Ctrl-C or SIGTERM, from the first child on:
+        a signal that comes while the stack is still starting must not leave the children
+        started so far running. A second signal (a service manager's, or `timeout`'s passing
+        one on) must not cut the stop short either.
+
+        Ctrl-C is handled here too, not left to Python's default: a process started in the
+        background by a shell inherits SIGINT *ignored*, and Python then installs no
+        handler, so `bin/serve` would never stop on it."""
+        def terminate(_signum: int, _frame: object) -> None:
+            raise KeyboardInterrupt
+
+        previous = {number: signal.signal(number, terminate)
+                    for number in (signal.SIGTERM, signal.SIGINT)}
         try:
-            while True:
-                for name, process in self.processes.items():
-                    if process.poll() is not None:
-                        print(f"{name} stopped (status {process.returncode}); stopping the rest.",
-                              file=sys.stderr)
-                        return process.returncode or 1
-                time.sleep(0.5)
+            yield
         except KeyboardInterrupt:
-            return 0
+            pass
         finally:
-            self.stop()
+            for number in previous:
+                signal.signal(number, signal.SIG_IGN)
+            try:
+                self.stop()
+            finally:
+                for number, handler in previous.items():
+                    signal.signal(number, handler)
+
+    def wait(self) -> int:
+        """Supervise the children until the web server dies; the exit status. A worker or
+        beat that dies (killed, out of memory) is started again, as a service manager
+        would; its lost work is taken back by the sweeper. Run it inside
+        `stopped_on_signal`, which turns Ctrl-C and SIGTERM into a clean stop."""
+        restarts: dict[str, Callable[[], None]] = {"beat": self.start_beat}
+        for name in self._worker_queues:
+            restarts[name] = functools.partial(self.start_worker, name)
+        recent: dict[str, list[float]] = {name: [] for name in restarts}
+        while True:
+            for name, process in list(self.processes.items()):
+                if process.poll() is None:
+                    continue
+                now = time.monotonic()
+                if name in restarts:
+                    recent[name] = [t for t in recent[name] if now - t < 60] + [now]
+                if name in restarts and len(recent[name]) <= 5:
+                    print(f"{name} stopped (status {process.returncode}); starting it again.",
+                          file=sys.stderr, flush=True)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(process.pid, signal.SIGKILL)  # its pool, if any is left
+                    restarts[name]()
+                    continue
+                print(f"{name} stopped (status {process.returncode}); stopping the rest.",
+                      file=sys.stderr)
+                return process.returncode or 1
+            time.sleep(0.5)
+
+
+def _group_members(group: int) -> list[int]:
+    """Live (not zombie) processes of a process group, from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] != "Z" and int(fields[2]) == group:
+            members.append(int(entry.name))
+    return members
+
+
+def _wait_until_group_gone(group: int, *, deadline: float) -> None:
+    """A SIGKILLed process lives on until the kernel has torn it down, which on a busy
+    machine takes a while: return only when none of the group is left (or at the
+    deadline), so that whoever waits for us finds nothing of ours still running."""
+    while _group_members(group) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 @contextlib.contextmanager

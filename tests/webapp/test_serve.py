@@ -1,0 +1,101 @@
+"""`bin/serve` (behind `make run`) stops every process it started, on Ctrl-C or SIGTERM,
+even when the signal comes twice (a service manager, or `timeout`, passing it on)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from webapp.stack import REPO_ROOT, free_port
+
+pytestmark = pytest.mark.slow
+
+
+def _children_of(var_dir: Path) -> list[str]:
+    """Every process whose environment names this var folder: all that bin/serve started."""
+    marker = f"WORKBENCH_VAR_DIR={var_dir}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue  # gone meanwhile
+        found.append(f"{entry.name}: {command}")
+    return found
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _wait_for(condition, serve, what: str) -> None:
+    deadline = time.monotonic() + 300
+    while not condition():
+        assert serve.poll() is None, serve.stdout.read().decode()[-3000:]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def _answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=2):  # noqa: S310
+            return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize(("when", "signals"), [
+    ("running", (signal.SIGTERM, signal.SIGTERM)),
+    ("running", (signal.SIGINT,)),
+    # While the stack is still starting: the worker is up, the web server may not be yet.
+    ("starting", (signal.SIGINT,)),
+    ("starting", (signal.SIGTERM,)),
+])
+def test_serve_stops_every_process_it_started(tmp_path, when, signals):
+    var_dir = tmp_path / "serve-var"  # in every child's command line or environment
+    port = free_port()
+    # A kept demo password may begin with "-" (token_urlsafe's alphabet has it); it must
+    # reach ensure_user as a value, not as an option.
+    var_dir.mkdir()
+    (var_dir / "demo-password").write_text("-leading-dash")
+    env = {**os.environ, "WORKBENCH_VAR_DIR": str(var_dir), "DATABASE_URL": "", "REDIS_URL": "",
+           "EVALUATOR_SANDBOX": "none", "DJANGO_SETTINGS_MODULE": "webapp.settings"}
+    # Started as a shell starts a background job: with SIGINT ignored, which the child
+    # inherits (as in CI). bin/serve must stop on Ctrl-C all the same.
+    serve = subprocess.Popen([sys.executable, str(REPO_ROOT / "bin" / "serve"), "--port",
+                              str(port), "--workers", "1"], env=env, cwd=REPO_ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             preexec_fn=_ignore_sigint)
+    try:
+        if when == "running":
+            _wait_for(lambda: _answers(port), serve, "bin/serve never answered")
+            started = " ".join(_children_of(var_dir))
+            for part in ("uvicorn", "celery -A webapp worker", "celery -A webapp beat"):
+                assert part in started, (part, started)
+        else:
+            _wait_for(lambda: "celery -A webapp worker" in " ".join(_children_of(var_dir)),
+                      serve, "bin/serve never started a worker")
+        for number in signals:
+            serve.send_signal(number)
+            time.sleep(0.2)
+        assert serve.wait(timeout=120) is not None
+        left = _children_of(var_dir)
+        assert not left, left
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+        for left_behind in _children_of(var_dir):  # so that a failure leaves nothing running
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(left_behind.split(":")[0]), signal.SIGKILL)
