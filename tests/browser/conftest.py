@@ -12,6 +12,7 @@ Screenshots of the main pages go to artifacts/screenshots/, which CI keeps.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import time
@@ -95,6 +96,8 @@ def site(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[L
         "WORKBENCH_VAR_DIR": str(work / "var"), "EVALUATOR_SANDBOX": "none",
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(40), "DATABASE_URL": "", "REDIS_URL": "",
         "WORKBENCH_CHUNK_SAMPLES": "2",
+        # Room for a program that waits for the page (test_pages' gate) on a busy machine.
+        "EVALUATOR_TIMEOUT_SECONDS": "120",
     }, port=free_port(), concurrency=1, log_dir=work / "logs")
     try:
         stack.prepare(static=True)
@@ -148,11 +151,11 @@ def browser(chromium: Path) -> Iterator[Any]:
             launched.close()
 
 
-@pytest.fixture
-def page(browser: Any, site: LiveSite) -> Iterator[Any]:
-    """A signed-in page; JavaScript errors on any page fail the test."""
-    context = browser.new_context(base_url=site.url, viewport={"width": 1300, "height": 900})
-    context.set_default_timeout(20_000)
+@contextlib.contextmanager
+def signed_in_page(browser: Any, base_url: str, *, timeout_ms: int = 20_000) -> Iterator[Any]:
+    """A page signed in as USER; JavaScript errors on any page fail the test."""
+    context = browser.new_context(base_url=base_url, viewport={"width": 1300, "height": 900})
+    context.set_default_timeout(timeout_ms)
     errors: list[str] = []
     opened = context.new_page()
     opened.on("pageerror", lambda error: errors.append(str(error)))
@@ -164,6 +167,12 @@ def page(browser: Any, site: LiveSite) -> Iterator[Any]:
     yield opened
     context.close()
     assert not errors, errors
+
+
+@pytest.fixture
+def page(browser: Any, site: LiveSite) -> Iterator[Any]:
+    with signed_in_page(browser, site.url) as opened:
+        yield opened
 
 
 def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:

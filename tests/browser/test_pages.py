@@ -9,15 +9,19 @@ from typing import Any
 
 import pytest
 
+from evaluator.records import HARNESS_VERSION
 from tests.browser.conftest import LiveSite, screenshot
 from tests.webapp.support import write_jsonl
 
 pytestmark = pytest.mark.browser
 
-# A correct HumanEval/0 that sleeps in every call, so that each sample runs for about two
-# seconds and its tests are reported one by one while it runs.
+# A correct HumanEval/0 that waits until the test opens a gate (a file: the programs run in
+# the `none` sandbox), then sleeps in every call, so that its tests are reported one by one
+# while the page watches, however long a busy machine takes to load the page.
 SLOW_RIGHT_0 = (
-    "    import time\n"
+    "    import os, time\n"
+    "    while not os.path.exists({gate!r}):\n"
+    "        time.sleep(0.05)\n"
     "    time.sleep(0.25)\n"
     "    for i, a in enumerate(numbers):\n"
     "        for j, b in enumerate(numbers):\n"
@@ -44,7 +48,9 @@ def _texts(page: Any, selector: str) -> list[str]:
 
 
 def test_upload_then_watch_live_progress_reach_100_percent(page: Any, site: LiveSite):
-    samples = [{"task_id": "HumanEval/0", "completion": SLOW_RIGHT_0 + f"    # {n}\n"}
+    gate = site.work / "watching"
+    samples = [{"task_id": "HumanEval/0",
+                "completion": SLOW_RIGHT_0.format(gate=str(gate)) + f"    # {n}\n"}
                for n in range(3)]
     path = write_jsonl(site.work / "slow.jsonl", samples)
     page.context.add_init_script(WATCH_RUNNING)
@@ -60,6 +66,8 @@ def test_upload_then_watch_live_progress_reach_100_percent(page: Any, site: Live
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
     # A marker that a reload would wipe out.
     page.evaluate("window.__sameDocument = true")
+    page.wait_for_function("document.getElementById('live-state').textContent.includes('live')")
+    gate.touch()  # the page watches: let the programs go on
     page.wait_for_selector(".live-tests .dot", timeout=60_000)
     screenshot(page, "run_live", full_page=False)
     page.wait_for_function(
@@ -97,7 +105,7 @@ def test_failure_bar_leads_to_a_failing_sample_and_its_diff(page: Any, site: Liv
     assert expected.inner_text() == "Tru"
     assert actual.inner_text() == "Fals"
     assert page.locator("#sample-status").inner_text() == "failed"
-    assert page.locator("#provenance").inner_text().count("1.0.0") >= 1
+    assert page.locator("#provenance").inner_text().count(HARNESS_VERSION) >= 1
     screenshot(page, "sample_failure")
 
 

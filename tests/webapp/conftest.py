@@ -6,6 +6,7 @@ no team with them. Most tests need the bundled HumanEval imported (`humaneval`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,9 @@ from tests.webapp.support import small_samples, write_jsonl
 from webapp.benchmarks import selectors as benchmark_selectors
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
+from webapp.runs.models import Run
+from webapp.runs.services import run_create
+from webapp.runs.uploads import EvaluationOptions, upload_check
 from webapp.teams.models import Membership, Team
 from webapp.teams.services import token_issue, user_sign_up
 
@@ -63,6 +67,13 @@ def humaneval(db: None) -> Dataset:
 
 
 @pytest.fixture
+def humaneval_x_python(db: None, fixtures_dir: Path) -> Dataset:
+    """Three HumanEval-X Python problems (`Python/0`, `/2`, `/23`), a small fixture."""
+    path = fixtures_dir / "datasets" / "humaneval_x" / "humaneval_python.jsonl"
+    return dataset_import(loaded=load_dataset(path=path), source=str(path)).dataset
+
+
+@pytest.fixture
 def token_client(personas: Personas) -> Callable[[User], Client]:
     def make(user: User) -> Client:
         secret = token_issue(user=user, name="tests").secret
@@ -74,3 +85,21 @@ def token_client(personas: Personas) -> Callable[[User], Client]:
 @pytest.fixture
 def samples_file(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "samples.jsonl", small_samples())
+
+
+@pytest.fixture
+def unstarted_run(personas: Personas, humaneval: Dataset, samples_file: Path,
+                  monkeypatch: pytest.MonkeyPatch) -> Callable[..., Run]:
+    """Makes runs of the owner that stay queued until the test starts them: they are never
+    sent to Celery, even in tests whose transactions commit for real."""
+    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+
+    def make(name: str = "run", path: Path | None = None) -> Run:
+        path = path or samples_file
+        check = upload_check(path=path, file_name=path.name,
+                             sha256=hashlib.sha256(name.encode()).hexdigest(),
+                             size=path.stat().st_size, dataset=humaneval,
+                             options=EvaluationOptions())
+        return run_create(owner=personas.owner, team=personas.team, check=check, name=name)
+
+    return make

@@ -52,9 +52,11 @@ def small_samples() -> list[dict[str, Any]]:
 class WebsocketClient(ApplicationCommunicator):  # type: ignore[misc]
     """Drives an ASGI websocket application in-process (channels.testing needs daphne)."""
 
-    def __init__(self, application: Any, path: str, headers: list[tuple[bytes, bytes]]) -> None:
+    def __init__(self, application: Any, path: str, headers: list[tuple[bytes, bytes]],
+                 query_string: bytes = b"") -> None:
         super().__init__(application, {
-            "type": "websocket", "path": path, "raw_path": path.encode(), "query_string": b"",
+            "type": "websocket", "path": path, "raw_path": path.encode(),
+            "query_string": query_string,
             "headers": headers, "subprotocols": [], "client": ("127.0.0.1", 50000),
             "server": ("testserver", 80),
         })

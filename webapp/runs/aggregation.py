@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -9,9 +10,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluator.metrics import curve_with_ci, pass_at_k_array, pass_at_k_curve, reportable_ks
+from webapp.runs.leases import Heartbeat, lease_end
+from webapp.runs.live import run_finished_record
 from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
 from webapp.runs.selectors import REPORTED_KS
-from webapp.runs.services import emit_run_finished
+from webapp.runs.transient import db_retry
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -31,13 +34,38 @@ def problem_interval(n: int, c: int, k: int) -> tuple[float, float]:
 def run_finalize(*, run_id: int) -> bool:
     """Compute and store the scores of a run whose chunks are all done; then mark it finished.
 
-    Claimed atomically (running -> aggregating), so only one caller computes.
+    Claimed atomically (running -> aggregating) under a heartbeat lease, so only one caller
+    computes, and a caller that dies is replaced once its lease has passed.
     """
-    claimed = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
-        status=Run.Status.AGGREGATING
-    )
+    claimed = db_retry(lambda: Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
+        status=Run.Status.AGGREGATING, lease_until=lease_end()
+    ), what="claiming a run's scores")
     if not claimed:
         return False
+
+    def renew() -> bool:
+        return bool(Run.objects.filter(pk=run_id, status=Run.Status.AGGREGATING).update(
+            lease_until=lease_end()
+        ))
+
+    with Heartbeat(name=f"scores-{run_id}", renew=renew, stop=threading.Event()) as heartbeat:
+        _score(run_id=run_id)
+    if heartbeat.lost:
+        return False
+
+    def finish() -> int:
+        with transaction.atomic():
+            finished = Run.objects.filter(pk=run_id, status=Run.Status.AGGREGATING).update(
+                status=Run.Status.FINISHED, finished_at=timezone.now(), lease_until=None
+            )
+            if finished:
+                run_finished_record(run_id=run_id)
+            return finished
+
+    return bool(db_retry(finish, what="finishing a run"))
+
+
+def _score(*, run_id: int) -> None:
     run = Run.objects.get(pk=run_id)
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     problem_ids: dict[str, int] = {}
@@ -75,13 +103,12 @@ def run_finalize(*, run_id: int) -> bool:
                                    seed=SEED, task_ids=task_ids):
             metrics.append(RunMetric(run=run, k=point.k, value=point.value, low=point.low,
                                      high=point.high, problems=point.problems))
-    with transaction.atomic():
-        ProblemResult.objects.filter(run=run).delete()
-        RunMetric.objects.filter(run=run).delete()
-        ProblemResult.objects.bulk_create(results, batch_size=500)
-        RunMetric.objects.bulk_create(metrics, batch_size=500)
-        Run.objects.filter(pk=run_id, status=Run.Status.AGGREGATING).update(
-            status=Run.Status.FINISHED, finished_at=timezone.now()
-        )
-    emit_run_finished(run_id=run_id)
-    return True
+
+    def store() -> None:
+        with transaction.atomic():
+            ProblemResult.objects.filter(run=run).delete()
+            RunMetric.objects.filter(run=run).delete()
+            ProblemResult.objects.bulk_create(results, batch_size=500)
+            RunMetric.objects.bulk_create(metrics, batch_size=500)
+
+    db_retry(store, what="storing a run's scores")

@@ -29,7 +29,8 @@ def _issues(issues: Any, status: int, message: str) -> JsonResponse:
 @require_http_methods(["POST"])
 def runs_create(request: HttpRequest) -> HttpResponse:
     """Multipart form: file, dataset, name, model_name, model_meta (JSON), team, visibility,
-    sanitize; `dry_run=1` checks the file and returns its coverage without creating a run."""
+    sanitize, profile (the dataset's reference harness if absent); `dry_run=1` checks the file
+    and returns its coverage without creating a run."""
     form = UploadForm(request.POST, request.FILES, user=request.user, api=True)
     if upload_was_too_large(request):
         return _issues([too_large_issue()], 413, "The file is too large.")
@@ -38,7 +39,7 @@ def runs_create(request: HttpRequest) -> HttpResponse:
                              "fields": form.errors.get_json_data()}, status=400)
     data = form.cleaned_data
     intake = intake_file(user=request.user, uploaded=data["file"], dataset=data["dataset"],
-                         sanitize=data["sanitize"])
+                         sanitize=data["sanitize"], profile=data["profile"])
     if intake.duplicate is not None:
         return JsonResponse({
             "error": "duplicate",
@@ -53,7 +54,8 @@ def runs_create(request: HttpRequest) -> HttpResponse:
     warnings = [issue.to_dict() for issue in check.warnings]
     if request.POST.get("dry_run") in ("1", "true", "yes"):
         discard_staged(check.path)
-        return JsonResponse({"coverage": coverage, "warnings": warnings})
+        return JsonResponse({"coverage": coverage, "warnings": warnings,
+                             "profile": check.options["profile"]})
     try:
         run = run_create(owner=request.user, team=data["team"], check=check, name=data["name"],
                          model_name=data["model_name"], model_meta=data["model_meta"],
@@ -63,7 +65,7 @@ def runs_create(request: HttpRequest) -> HttpResponse:
     return JsonResponse({
         "id": run.pk, "url": run.get_absolute_url(), "api_url": f"/api/runs/{run.pk}",
         "websocket": f"/ws/runs/{run.pk}/", "status": run.status, "coverage": coverage,
-        "warnings": warnings,
+        "warnings": warnings, "profile": run.profile_name,
     }, status=201)
 
 

@@ -1,50 +1,62 @@
-"""Evaluating one chunk of a run: claim it, run the engine, record results as they come."""
+"""The worker's side of a run: start it, evaluate its chunks, record results as they come.
+
+A chunk is held by a heartbeat lease (`leases.Heartbeat`) and its results are written one
+sample at a time, each only while the sample is pending: a chunk that is delivered twice,
+taken back from a dead worker, or interrupted by a dropped database connection ends with
+every sample counted exactly once. Transient database errors are tried again (`transient`),
+never turned into a failed run.
+"""
 
 from __future__ import annotations
 
 import logging
+import socket
 import threading
+import uuid
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection, transaction
+from django.db import close_old_connections, transaction
 from django.db.models import F, Q
-from django.urls import reverse
 from django.utils import timezone
 
 from evaluator.languages.base import RunOptions
+from evaluator.raw_verdicts import evaluate_with_raw_verdicts
 from evaluator.records import Sample as EvaluatorSample
 from evaluator.records import SampleResult, cap_text
 from evaluator.sandbox.base import SandboxLimits
 from webapp.benchmarks.selectors import dataset_problems
+from webapp.runs.dispatch import send_chunks
 from webapp.runs.engines import engine_lease
 from webapp.runs.events import (
-    LogEntry,
+    RunStatusEvent,
     SampleFinishedEvent,
     SampleStartedEvent,
     TestReportedEvent,
-    first_failure,
-    test_summaries,
+    sample_finished_event,
     test_summary,
 )
-from webapp.runs.live import emit_run_event
+from webapp.runs.leases import Heartbeat, lease_end
+from webapp.runs.live import emit_run_event, next_event_seq, run_event_record, run_finished_record
 from webapp.runs.models import CachedResult, Chunk, Run, Sample
-from webapp.runs.selectors import progress_from_counts
-from webapp.runs.services import run_fail
+from webapp.runs.selectors import run_counts_and_status
+from webapp.runs.transient import TRANSIENT_DB_ERRORS, db_retry
 
 logger = logging.getLogger(__name__)
 
-CANCEL_POLL_SECONDS = 1.0
+MAX_CHUNK_ATTEMPTS = 10
+"""A chunk taken back from lost workers this many times fails the run: something in it
+kills its worker (memory, say), and trying for ever would hide that."""
+WORKER_NAME = socket.gethostname()
 
 
 @dataclass(frozen=True)
 class ChunkOutcome:
     state: str
-    """done | cancelled | skipped | busy | failed"""
+    """done | cancelled | skipped | busy | lost | retry | failed"""
     retry_in: float = 0.0
-    """For `busy`: seconds until another worker's claim runs out."""
+    """For `retry`: seconds to wait before trying the chunk again."""
     finalize: bool = False
     """True when this chunk was the run's last: the run's scores are due."""
     run_id: int = 0
@@ -68,7 +80,10 @@ class DatabaseResultCache:
             pending = self._pending.get(key)
         if pending is not None:
             return pending
-        stored = CachedResult.objects.filter(key=key).values_list("result", flat=True).first()
+        stored = db_retry(
+            lambda: CachedResult.objects.filter(key=key).values_list("result", flat=True).first(),
+            what="reading the result cache",
+        )
         if stored is None:
             return None
         self.hits += 1
@@ -82,10 +97,9 @@ class DatabaseResultCache:
         with self._lock:
             pending, self._pending = self._pending, {}
         if pending:
-            CachedResult.objects.bulk_create(
-                [CachedResult(key=k, result=storable(r.to_dict())) for k, r in pending.items()],
-                ignore_conflicts=True,
-            )
+            rows = [CachedResult(key=k, result=storable(r.to_dict())) for k, r in pending.items()]
+            db_retry(lambda: CachedResult.objects.bulk_create(rows, ignore_conflicts=True),
+                     what="storing results in the cache")
 
 
 def storable(value: Any) -> Any:
@@ -101,165 +115,245 @@ def storable(value: Any) -> Any:
 
 
 def run_options(options: dict[str, Any]) -> RunOptions:
-    limits = SandboxLimits(
-        wall_seconds=float(options.get("timeout_seconds", 10.0)),
-        cpu_seconds=float(options.get("timeout_seconds", 10.0)),
-        memory_mb=int(options.get("memory_mb", 1024)),
-    )
+    limits = SandboxLimits.for_timeout(float(options.get("timeout_seconds", 10.0)),
+                                       memory_mb=int(options.get("memory_mb", 1024)))
     return RunOptions(task=options.get("task", "generation"), tests=options.get("tests", "hidden"),
-                      limits=limits)
+                      limits=limits, profile=options.get("profile") or "strict")
 
 
-def _claim(chunk_id: int) -> bool:
+def run_start(*, run_id: int) -> list[tuple[int, str]]:
+    """Mark a queued run running; return the chunks still to evaluate as (id, language).
+
+    Safe to call twice: a second call finds the run already running and returns the
+    chunks still queued, whose tasks will claim them atomically anyway.
+    """
+
+    def start() -> bool:
+        with transaction.atomic():
+            started = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
+                status=Run.Status.RUNNING, started_at=timezone.now()
+            )
+            if started:
+                run_event_record(run_id=run_id, make=_status_event(run_id))
+            return bool(started)
+
+    started = db_retry(start, what="starting a run")
+    if not started and not Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists():
+        return []
+    return list(
+        Chunk.objects.filter(run_id=run_id, status=Chunk.Status.QUEUED)
+        .order_by("index")
+        .values_list("pk", "language")
+    )
+
+
+def _status_event(run_id: int) -> Any:
+    def make(seq: int) -> RunStatusEvent:
+        status, progress = run_counts_and_status(run_id=run_id)
+        return RunStatusEvent(type="run_status", run_id=run_id, seq=seq, status=status,
+                              progress=progress)
+
+    return make
+
+
+def run_fan_out(*, run_id: int) -> int:
+    """Start a run and send one task per chunk still queued; the number sent."""
+    return send_chunks(run_start(run_id=run_id))
+
+
+def run_fail(*, run_id: int, error: str) -> None:
+    with transaction.atomic():
+        failed = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
+            status=Run.Status.FAILED, error=error[:5000], finished_at=timezone.now(),
+            lease_until=None,
+        )
+        if failed:
+            Chunk.objects.filter(run_id=run_id, status=Chunk.Status.QUEUED).update(
+                status=Chunk.Status.CANCELLED
+            )
+            run_finished_record(run_id=run_id)
+
+
+def _claim(chunk_id: int, worker: str = WORKER_NAME) -> str | None:
+    """Take the chunk if it is queued, or running under a lease that has passed; the claim
+    token that this delivery holds it by, or None."""
+    token = uuid.uuid4().hex
     now = timezone.now()
-    lease = timedelta(seconds=settings.CHUNK_TIME_LIMIT + 60)
-    return bool(
+    claimed = (
         Chunk.objects.filter(pk=chunk_id)
         .filter(Q(status=Chunk.Status.QUEUED) | Q(status=Chunk.Status.RUNNING, lease_until__lt=now))
-        .update(status=Chunk.Status.RUNNING, lease_until=now + lease, started_at=now,
-                attempts=F("attempts") + 1)
+        .update(status=Chunk.Status.RUNNING, claim=token, worker=worker[:200],
+                lease_until=lease_end(now), started_at=now, attempts=F("attempts") + 1)
     )
+    return token if claimed else None
 
 
-class _CancelWatcher(threading.Thread):
-    """Polls the run's status so that Cancel stops a chunk between two programs."""
-
-    def __init__(self, run_id: int, cancel: threading.Event) -> None:
-        super().__init__(daemon=True, name=f"cancel-watch-{run_id}")
-        self.run_id = run_id
-        self.cancel = cancel
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        try:
-            while not self.stopped.wait(CANCEL_POLL_SECONDS):
-                try:
-                    stopped = Run.objects.filter(pk=self.run_id).exclude(
-                        status__in=Run.ACTIVE
-                    ).exists()
-                except DatabaseError:
-                    continue  # A busy database delays a cancel; it must not end the chunk.
-                if stopped:
-                    self.cancel.set()
-                    return
-        finally:
-            connection.close()
+def _held(chunk_id: int, claim: str) -> Any:
+    return Chunk.objects.filter(pk=chunk_id, claim=claim, status=Chunk.Status.RUNNING)
 
 
-def chunk_evaluate(*, chunk_id: int) -> ChunkOutcome:
-    """Evaluate the pending samples of one chunk. Safe to run twice, or after a crash."""
-    if not _claim(chunk_id):
-        chunk = Chunk.objects.filter(pk=chunk_id).values("status", "lease_until").first()
-        if chunk is None or chunk["status"] != Chunk.Status.RUNNING:
-            return ChunkOutcome("skipped")
-        remaining = (chunk["lease_until"] - timezone.now()).total_seconds()
-        return ChunkOutcome("busy", retry_in=max(1.0, remaining + 1.0))
+def _give_back(chunk_id: int, claim: str) -> None:
+    """Put a chunk we hold back in the queue, without counting the attempt: the failure was
+    the database's or the broker's, not the chunk's."""
+    try:
+        _held(chunk_id, claim).update(status=Chunk.Status.QUEUED, claim="", lease_until=None,
+                                      attempts=F("attempts") - 1)
+    except TRANSIENT_DB_ERRORS:
+        # The lease runs out by itself, and the sweeper takes the chunk back then.
+        logger.warning("could not give chunk %s back; its lease will expire", chunk_id)
+
+
+def chunk_evaluate(*, chunk_id: int, worker: str = WORKER_NAME) -> ChunkOutcome:
+    """Evaluate the pending samples of one chunk. Safe to run twice, or after a crash.
+    `worker` names who evaluates it (the Celery node name), for the record."""
+    claim = db_retry(lambda: _claim(chunk_id, worker), what="claiming a chunk")
+    if claim is None:
+        status = Chunk.objects.filter(pk=chunk_id).values_list("status", flat=True).first()
+        # Held by a live worker (its heartbeat renews the lease), or finished: either way
+        # there is nothing to do here. A holder that dies is found by the sweeper.
+        return ChunkOutcome("busy" if status == Chunk.Status.RUNNING else "skipped")
     chunk = Chunk.objects.select_related("run", "run__dataset").get(pk=chunk_id)
     run = chunk.run
     if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
-        Chunk.objects.filter(pk=chunk_id).update(status=Chunk.Status.CANCELLED)
+        _held(chunk_id, claim).update(status=Chunk.Status.CANCELLED, lease_until=None)
         return ChunkOutcome("cancelled")
+    if chunk.attempts > MAX_CHUNK_ATTEMPTS:
+        _held(chunk_id, claim).update(status=Chunk.Status.FAILED, finished_at=timezone.now())
+        run_fail(run_id=run.pk, error=(
+            f"Chunk {chunk.index} ({chunk.sample_count} samples) was taken back from a lost "
+            f"worker {chunk.attempts - 1} times; a program in it may be killing its worker "
+            "(out of memory?). See the worker logs."))
+        return ChunkOutcome("failed")
     try:
-        cancelled = _evaluate(chunk=chunk, run=run)
+        stopped = _evaluate(chunk=chunk, run=run, claim=claim)
+    except TRANSIENT_DB_ERRORS as exc:
+        logger.warning("chunk %s of run %s: the database is unavailable (%s); giving it back",
+                       chunk.index, run.pk, exc)
+        close_old_connections()
+        _give_back(chunk_id, claim)
+        return ChunkOutcome("retry", retry_in=10.0, run_id=run.pk)
     except Exception as exc:
         logger.exception("chunk %s of run %s failed", chunk.index, run.pk)
-        Chunk.objects.filter(pk=chunk_id).update(status=Chunk.Status.FAILED,
-                                                 finished_at=timezone.now())
+        _held(chunk_id, claim).update(status=Chunk.Status.FAILED, finished_at=timezone.now())
         run_fail(run_id=run.pk, error=f"{type(exc).__name__}: {exc}")
         return ChunkOutcome("failed")
-    if cancelled:
-        Chunk.objects.filter(pk=chunk_id).update(status=Chunk.Status.CANCELLED,
-                                                 finished_at=timezone.now())
+    if stopped == "lost":
+        return ChunkOutcome("lost")
+    if stopped == "cancelled":
+        _held(chunk_id, claim).update(status=Chunk.Status.CANCELLED, finished_at=timezone.now())
         return ChunkOutcome("cancelled")
-    with transaction.atomic():
-        if not Chunk.objects.filter(pk=chunk_id, status=Chunk.Status.RUNNING).update(
-            status=Chunk.Status.DONE, finished_at=timezone.now()
-        ):
-            return ChunkOutcome("skipped")
-        Run.objects.filter(pk=run.pk).update(chunks_done=F("chunks_done") + 1)
-        done, total = Run.objects.filter(pk=run.pk).values_list(
-            "chunks_done", "chunks_total"
-        ).get()
+
+    def finish() -> tuple[int, int] | None:
+        with transaction.atomic():
+            if not _held(chunk_id, claim).update(status=Chunk.Status.DONE,
+                                                 finished_at=timezone.now(), lease_until=None):
+                return None
+            Run.objects.filter(pk=run.pk).update(chunks_done=F("chunks_done") + 1)
+            done, total = Run.objects.filter(pk=run.pk).values_list(
+                "chunks_done", "chunks_total"
+            ).get()
+            return done, total
+
+    counted = db_retry(finish, what="finishing a chunk")
+    if counted is None:
+        return ChunkOutcome("lost")
+    done, total = counted
     return ChunkOutcome("done", finalize=done >= total, run_id=run.pk)
 
 
-def _evaluate(*, chunk: Chunk, run: Run) -> bool:
-    """Run the engine over the chunk's pending samples; True if the run was cancelled."""
+def _evaluate(*, chunk: Chunk, run: Run, claim: str) -> str | None:
+    """Run the engine over the chunk's pending samples. None when it went through;
+    "cancelled" when the run was cancelled; "lost" when the lease was taken over."""
     rows = list(
         Sample.objects.filter(chunk=chunk, status="pending")
         .order_by("position")
         .values_list("pk", "task_id", "index", "raw", "completion", "line", "is_full_program",
-                     "sanitized")
+                     "sanitized", "source_task_id")
     )
     if not rows:
-        return False
+        return None
     problems = dataset_problems(dataset=run.dataset)
     samples = [
         EvaluatorSample(task_id=task_id, index=index, raw=raw, completion=completion, line=line,
-                        is_full_program=full, sanitized=sanitized)
-        for _, task_id, index, raw, completion, line, full, sanitized in rows
+                        is_full_program=full, sanitized=sanitized, source_task_id=source_id)
+        for _, task_id, index, raw, completion, line, full, sanitized, source_id in rows
     ]
     sample_ids = [row[0] for row in rows]
     cache = DatabaseResultCache() if run.use_cache else None
-    cancel = threading.Event()
-    watcher = _CancelWatcher(run.pk, cancel)
-    watcher.start()
+    stop = threading.Event()
+
+    def renew() -> bool:
+        return bool(_held(chunk.pk, claim).update(lease_until=lease_end()))
+
+    def cancelled() -> bool:
+        return Run.objects.filter(pk=run.pk).exclude(status__in=Run.ACTIVE).exists()
+
+    heartbeat = Heartbeat(name=f"chunk-{chunk.pk}", renew=renew, should_stop=cancelled,
+                          stop=stop)
     try:
-        with engine_lease(backend=run.options.get("sandbox", settings.EVALUATOR_SANDBOX),
-                          workers=settings.EVALUATOR_WORKERS, options=run_options(run.options),
-                          cache=cache) as engine:
-            for event in engine.evaluate(problems, samples, cancel=cancel):
-                if cancel.is_set():
+        # The worker's own setting is the sandbox policy: a run says what to evaluate, the
+        # machine that runs it says how strongly to isolate it.
+        with heartbeat, engine_lease(backend=settings.EVALUATOR_SANDBOX,
+                                     workers=settings.EVALUATOR_WORKERS,
+                                     options=run_options(run.options), cache=cache) as engine:
+            # A sample that sanitizing changed is also run as written, so the run can
+            # say which verdicts sanitizing changed (`raw_status`).
+            for event in evaluate_with_raw_verdicts(engine, problems, samples, cancel=stop):
+                if stop.is_set():
                     # Closing the generator drops the engine's queued work; what is not
-                    # recorded stays pending, so a re-run picks it up.
+                    # recorded stays pending, so whoever takes the chunk next picks it up.
                     break
-                if event["type"] == "test_reported":
-                    emit_run_event(TestReportedEvent(
-                        type="test_reported", run_id=run.pk,
-                        sample_id=sample_ids[event["position"]],  # type: ignore[typeddict-item]
-                        task_id=event["task_id"],  # type: ignore[typeddict-item]
-                        completion_id=event["completion_id"],  # type: ignore[typeddict-item]
-                        test=test_summary(event["outcome"]),  # type: ignore[typeddict-item]
-                    ))
-                elif event["type"] == "sample_started":
-                    emit_run_event(SampleStartedEvent(
-                        type="sample_started", run_id=run.pk,
-                        sample_id=sample_ids[event["position"]],  # type: ignore[typeddict-item]
-                        task_id=event["task_id"],  # type: ignore[typeddict-item]
-                        completion_id=event["completion_id"],  # type: ignore[typeddict-item]
-                    ))
-                elif event["type"] == "sample_finished":
-                    if cache is not None:
-                        cache.flush()
-                    result: SampleResult = event["result"]  # type: ignore[typeddict-item]
-                    if not run.sandbox_backend and result.sandbox is not None:
-                        run.sandbox_backend = result.sandbox.backend
-                        Run.objects.filter(pk=run.pk, sandbox_backend="").update(
-                            sandbox_backend=result.sandbox.backend
-                        )
-                    finished = sample_record_result(
-                        run_id=run.pk, sample_id=sample_ids[event["position"]], result=result
-                    )
-                    if finished is not None:
-                        emit_run_event(finished)
+                _forward(event, run=run, sample_ids=sample_ids, cache=cache)
     finally:
-        watcher.stopped.set()
-        watcher.join(timeout=5)
         close_old_connections()
-    return cancel.is_set()
+    if heartbeat.lost:
+        return "lost"
+    return "cancelled" if stop.is_set() else None
+
+
+def _forward(event: Any, *, run: Run, sample_ids: list[int],
+             cache: DatabaseResultCache | None) -> None:
+    """Record one engine event and send it live."""
+    if event["type"] == "test_reported":
+        emit_run_event(TestReportedEvent(
+            type="test_reported", run_id=run.pk, sample_id=sample_ids[event["position"]],
+            task_id=event["task_id"], completion_id=event["completion_id"],
+            test=test_summary(event["outcome"]),
+        ))
+    elif event["type"] == "sample_started":
+        emit_run_event(SampleStartedEvent(
+            type="sample_started", run_id=run.pk, sample_id=sample_ids[event["position"]],
+            task_id=event["task_id"], completion_id=event["completion_id"],
+        ))
+    elif event["type"] == "sample_finished":
+        if cache is not None:
+            cache.flush()
+        result: SampleResult = event["result"]
+        if not run.sandbox_backend and result.sandbox is not None:
+            run.sandbox_backend = result.sandbox.backend
+            db_retry(lambda: Run.objects.filter(pk=run.pk, sandbox_backend="").update(
+                sandbox_backend=result.sandbox.backend if result.sandbox else ""
+            ), what="recording the sandbox")
+        sample_id = sample_ids[event["position"]]
+        finished = db_retry(
+            lambda: sample_record_result(run_id=run.pk, sample_id=sample_id, result=result),
+            what="storing a result",
+        )
+        if finished is not None:
+            emit_run_event(finished)
 
 
 def sample_record_result(
     *, run_id: int, sample_id: int, result: SampleResult
 ) -> SampleFinishedEvent | None:
-    """Store one sample's result and bump the run's counters, in one transaction.
+    """Store one sample's result, bump the run's counters and draw the event's number, in
+    one transaction.
 
     Only a pending sample is updated, so a chunk evaluated twice counts each sample once.
     Returns the event to emit, or None when the sample already had its result.
     """
     status = result.status
     passed_tests = sum(1 for test in result.tests if test.status == "passed")
-    now = timezone.now()
     with transaction.atomic():
         updated = Sample.objects.filter(pk=sample_id, status="pending").update(
             status=status,
@@ -271,32 +365,18 @@ def sample_record_result(
             tests_passed=passed_tests,
             tests_total=len(result.tests),
             result=storable(result.to_dict()),
-            finished_at=now,
+            finished_at=timezone.now(),
         )
         if not updated:
             return None
-        Run.objects.filter(pk=run_id).update(
+        seq = next_event_seq(
+            run_id=run_id,
             done_count=F("done_count") + 1,
             cached_count=F("cached_count") + int(result.cached),
             **{f"{status}_count": F(f"{status}_count") + 1},
         )
+        Sample.objects.filter(pk=sample_id).update(seq=seq)
         # Read inside the transaction: these are the counts right after this sample.
-        counts = Run.objects.filter(pk=run_id).values(
-            "samples_total", "done_count", "cached_count", "passed_count", "failed_count",
-            "error_count", "compile_error_count", "timeout_count", "memory_count",
-            "sandbox_error_count",
-        ).get()
-    entry = LogEntry(
-        sample_id=sample_id,
-        task_id=result.task_id,
-        completion_id=result.completion_id,
-        status=status,
-        duration_ms=round(result.compile_ms + result.run_ms, 1),
-        cached=result.cached,
-        first_failure=first_failure(result),
-        url=reverse("runs:sample", args=[run_id, sample_id]),
-    )
-    return SampleFinishedEvent(
-        type="sample_finished", run_id=run_id, entry=entry, tests=test_summaries(result),
-        tests_total=len(result.tests), progress=progress_from_counts(counts),
-    )
+        _, progress = run_counts_and_status(run_id=run_id)
+    return sample_finished_event(run_id=run_id, sample_id=sample_id, seq=seq, result=result,
+                                 progress=progress)

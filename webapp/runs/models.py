@@ -7,12 +7,15 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils import timezone
 
 from evaluator.records import STATUSES
 from webapp.benchmarks.models import Dataset, Problem, ProblemVariant
 from webapp.teams.models import Team
 
 SAMPLE_STATUSES: tuple[str, ...] = ("pending", *STATUSES)
+LEGACY_PROFILE = "strict"
+"""The profile of runs created before profiles were recorded: its rules judged them."""
 
 
 class Run(models.Model):
@@ -48,7 +51,8 @@ class Run(models.Model):
     file_size = models.BigIntegerField()
     file_layout = models.CharField(max_length=20)
     options = models.JSONField(
-        default=dict, help_text="sanitize, sandbox, limits, task, tests: what decides a verdict."
+        default=dict,
+        help_text="sanitize, limits, task, tests, harness profile: what decides a verdict.",
     )
     fingerprint = models.CharField(
         max_length=64, db_index=True, help_text="Hash of file, dataset and options: finds repeats."
@@ -75,6 +79,21 @@ class Run(models.Model):
     chunks_total = models.PositiveIntegerField(default=0)
     chunks_done = models.PositiveIntegerField(default=0)
     sandbox_backend = models.CharField(max_length=20, blank=True)
+    event_seq = models.PositiveBigIntegerField(
+        default=0, help_text="Sequence number of the run's last durable live event."
+    )
+    lease_until = models.DateTimeField(
+        null=True, blank=True,
+        help_text="While aggregating: the heartbeat lease of the process computing scores.",
+    )
+    dispatched_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="When its last task (fan-out or scores) was sent.",
+    )
+    recoveries = models.PositiveIntegerField(
+        default=0, help_text="How many times lost work of this run was taken back and resumed."
+    )
+    recovered_at = models.DateTimeField(null=True, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -111,6 +130,16 @@ class Run(models.Model):
             return None
         return (end - self.started_at).total_seconds()
 
+    @property
+    def profile_name(self) -> str:
+        """The harness profile that judged the run (`evaluator.profiles`). A run from before
+        profiles has none recorded: the strict rules, which judged it then."""
+        return str(self.options.get("profile") or LEGACY_PROFILE)
+
+    @property
+    def profile_recorded(self) -> bool:
+        return bool(self.options.get("profile"))
+
 
 class Chunk(models.Model):
     """A slice of a run's samples (whole problems) that one task evaluates."""
@@ -128,8 +157,16 @@ class Chunk(models.Model):
     sample_count = models.PositiveIntegerField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     attempts = models.PositiveIntegerField(default=0)
+    claim = models.CharField(
+        max_length=32, blank=True, help_text="Token of the delivery that holds the chunk."
+    )
+    worker = models.CharField(max_length=200, blank=True, help_text="Host of that delivery.")
     lease_until = models.DateTimeField(
-        null=True, blank=True, help_text="A running chunk whose lease ran out may be re-claimed."
+        null=True, blank=True,
+        help_text="Renewed by its holder's heartbeat; once past, the chunk is taken back.",
+    )
+    dispatched_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its task was last sent to the broker."
     )
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -148,7 +185,11 @@ class Sample(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples")
     chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="samples")
     variant = models.ForeignKey(ProblemVariant, on_delete=models.PROTECT, related_name="samples")
-    task_id = models.CharField(max_length=30)
+    task_id = models.CharField(max_length=30, help_text="Aligned id, `HumanEval/N`.")
+    source_task_id = models.TextField(
+        help_text="The id as the uploaded file wrote it (`CPP/0`, a BabelCode qid), byte for "
+        "byte: results and exports carry it as `task_id`."
+    )
     index = models.PositiveIntegerField(help_text="completion_id within the task")
     position = models.PositiveIntegerField(help_text="Order in the uploaded file.")
     line = models.PositiveIntegerField()
@@ -168,6 +209,9 @@ class Sample(models.Model):
     tests_total = models.PositiveIntegerField(default=0)
     result = models.JSONField(null=True, blank=True, help_text="SampleResult.to_dict()")
     finished_at = models.DateTimeField(null=True, blank=True)
+    seq = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Sequence number of its `sample_finished` event."
+    )
 
     class Meta:
         ordering = ["run_id", "position"]
@@ -177,6 +221,7 @@ class Sample(models.Model):
         indexes = [
             models.Index(fields=["run", "status"]),
             models.Index(fields=["run", "finished_at"]),
+            models.Index(fields=["run", "seq"]),
         ]
 
     def __str__(self) -> str:
@@ -184,6 +229,25 @@ class Sample(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("runs:sample", args=[self.run_id, self.pk])
+
+
+class RunEvent(models.Model):
+    """A durable run-level live event (status changes, recovery, the end), kept so that a
+    viewer who reconnects gets exactly what it missed. `sample_finished` events are not
+    stored here: they are rebuilt from `Sample` rows, which carry their sequence numbers."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=30)
+    payload = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run_id", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="one_event_per_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.seq} of run {self.run_id}"
 
 
 class ProblemResult(models.Model):
@@ -243,3 +307,88 @@ class CachedResult(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class ProfileComparison(models.Model):
+    """A run re-scored under every harness profile: asked for by a person, computed by one
+    task (`rescoring.profile_comparison_run`), held by a heartbeat lease while it runs."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Comparing"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="profile_comparison")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    baseline = models.CharField(
+        max_length=30, help_text="The run's own profile: the one its headline numbers use."
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    profiles_total = models.PositiveIntegerField(default=0)
+    profiles_done = models.PositiveIntegerField(default=0)
+    dependent = models.JSONField(
+        default=list, blank=True,
+        help_text='Problems whose verdict depends on the profile: [{"task_id", "n", '
+                  '"passed": {profile: c}, "reason"}], in task order.',
+    )
+    claim = models.CharField(
+        max_length=32, blank=True, help_text="Token of the delivery that computes it."
+    )
+    lease_until = models.DateTimeField(
+        null=True, blank=True, help_text="Renewed by its holder's heartbeat while it runs."
+    )
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"profile comparison of run {self.run_id}: {self.status}"
+
+    @property
+    def in_progress(self) -> bool:
+        """Sent and not yet taken, or held by a worker whose lease is still renewed. One
+        whose worker died (its lease has passed) may be asked for again."""
+        if self.status == self.Status.QUEUED:
+            return self.dispatched_at is not None
+        if self.status == self.Status.RUNNING:
+            return self.lease_until is not None and self.lease_until > timezone.now()
+        return False
+
+
+class ProfileScore(models.Model):
+    """A run's pass@k under one harness profile, and what re-scoring it took."""
+
+    comparison = models.ForeignKey(
+        ProfileComparison, on_delete=models.CASCADE, related_name="scores"
+    )
+    profile = models.CharField(max_length=30)
+    version = models.CharField(max_length=20)
+    pass_at_k = models.JSONField(
+        default=list, help_text='[{"k", "value", "low", "high"}] for the k that n allows.'
+    )
+    changed = models.PositiveIntegerField(
+        default=0, help_text="Problems whose verdict differs from the run's own profile's."
+    )
+    rejudged = models.PositiveIntegerField(
+        default=0, help_text="Samples judged again from their recorded facts."
+    )
+    executed = models.PositiveIntegerField(default=0, help_text="Samples run again.")
+    reasons = models.JSONField(default=dict, blank=True,
+                               help_text="Why samples were run again, with their counts.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["comparison_id", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["comparison", "profile"],
+                                    name="one_score_per_profile"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.profile} {self.version} on run comparison {self.comparison_id}"

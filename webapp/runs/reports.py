@@ -13,10 +13,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import CharField, Count, Q, QuerySet
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from evaluator.records import STATUSES
+from evaluator.sandbox.base import wall_backstop
 from webapp.benchmarks.models import Dataset, Problem
 from webapp.query_params import BadQuery
 from webapp.runs.diffs import CharDiff, char_diff
@@ -51,12 +55,15 @@ def run_facts(*, run: Run) -> RunFacts:
     sandbox = (first or {}).get("sandbox")
     limits: dict[str, Any] = dict(sandbox.get("limits", {})) if isinstance(sandbox, dict) else {}
     if not limits:
-        limits = {"wall_seconds": run.options.get("timeout_seconds"),
+        timeout = run.options.get("timeout_seconds")
+        limits = {"cpu_seconds": timeout,
+                  "wall_seconds": wall_backstop(float(timeout)) if timeout else None,
                   "memory_mb": run.options.get("memory_mb")}
     backend = run.sandbox_backend or (
         sandbox.get("backend") if isinstance(sandbox, dict) else run.options.get("sandbox", "")
     )
-    return RunFacts(samples_per_task=per_task, sandbox=backend or "not started", limits=limits,
+    return RunFacts(samples_per_task=per_task, sandbox=backend or "chosen by the worker",
+                    limits=limits,
                     duration_seconds=run.duration_seconds,
                     largest_k=int(coverage.get("max_k") or 0))
 
@@ -221,6 +228,74 @@ def run_problem_table(*, run: Run, sort: str = "task", descending: bool = False,
     return ProblemTable(rows=rows, k=k, total=total)
 
 
+# -- what sanitizing changed ----------------------------------------------------------------
+SANITIZING_FILTERS = ("changed", "verdict")
+"""`?sanitizing=changed`: samples whose text sanitizing changed; `verdict`: those whose
+verdict it changed too (the raw text's status is `raw_status` in the stored result)."""
+
+
+def _raw_status() -> Cast:
+    # As plain text: lookups on a bare key transform compare JSON, not strings.
+    return Cast(KT("result__raw_status"), output_field=CharField())
+
+
+def _first_status() -> Cast:
+    """The first attempt's status of a sample that was run twice (`SampleResult.first_status`)."""
+    return Cast(KT("result__first_status"), output_field=CharField())
+
+
+def _verdict_changed() -> Q:
+    # SQLite gives a JSON null as the text "null": compare with statuses only.
+    failing = [status for status in STATUSES if status != "passed"]
+    return (Q(status="passed", raw_status__in=failing)
+            | Q(raw_status="passed") & ~Q(status="passed"))
+
+
+@dataclass(frozen=True)
+class SanitizingSummary:
+    samples: int
+    changed: int
+    """Samples whose text sanitizing changed."""
+    recorded: int
+    """Of those, the ones whose text was also run as written (older runs did not)."""
+    verdicts_changed: int
+    passed_only_when_sanitized: int
+    failed_only_when_sanitized: int
+    changed_url: str
+    verdicts_url: str
+
+    @property
+    def unrecorded(self) -> int:
+        return self.changed - self.recorded
+
+
+def run_sanitizing(*, run: Run) -> SanitizingSummary | None:
+    """How many samples and verdicts sanitizing changed; None for a run that did not
+    sanitize. One grouped query."""
+    if not run.options.get("sanitize"):
+        return None
+    rows = (Sample.objects.filter(run=run, sanitized=True).annotate(raw_status=_raw_status())
+            .values("status", "raw_status").annotate(count=Count("id")).order_by())
+    changed = recorded = now_pass = now_fail = 0
+    for row in rows:
+        changed += row["count"]
+        if row["raw_status"] not in STATUSES:
+            continue  # not run as written (None, or "null" from SQLite)
+        recorded += row["count"]
+        if (row["raw_status"] == "passed") != (row["status"] == "passed"):
+            if row["status"] == "passed":
+                now_pass += row["count"]
+            else:
+                now_fail += row["count"]
+    return SanitizingSummary(
+        samples=run.samples_total, changed=changed, recorded=recorded,
+        verdicts_changed=now_pass + now_fail, passed_only_when_sanitized=now_pass,
+        failed_only_when_sanitized=now_fail,
+        changed_url=samples_url(run, sanitizing="changed"),
+        verdicts_url=samples_url(run, sanitizing="verdict"),
+    )
+
+
 # -- samples --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SampleFilters:
@@ -228,10 +303,16 @@ class SampleFilters:
     error_type: str = ""
     """Exact error type; "-" means none."""
     task_id: str = ""
+    sanitizing: str = ""
+    """One of `SANITIZING_FILTERS`, or "" for every sample."""
+    unstable: bool = False
+    """Only samples whose two attempts disagreed (`SampleResult.unstable`)."""
 
     def as_query(self) -> dict[str, str]:
         return {key: value for key, value in (("status", self.status),
-                ("error_type", self.error_type), ("task", self.task_id)) if value}
+                ("error_type", self.error_type), ("task", self.task_id),
+                ("sanitizing", self.sanitizing),
+                ("unstable", "1" if self.unstable else "")) if value}
 
 
 def check_task_id(value: str, parameter: str = "task") -> str:
@@ -250,9 +331,16 @@ def run_samples(*, run: Run, filters: SampleFilters) -> QuerySet[Sample]:
         samples = samples.filter(error_type=filters.error_type)
     if filters.task_id:
         samples = samples.filter(task_id=filters.task_id)
+    if filters.unstable:
+        samples = samples.filter(result__unstable=True)
+    samples = samples.annotate(raw_status=_raw_status(), first_status=_first_status())
+    if filters.sanitizing:
+        samples = samples.filter(sanitized=True)
+    if filters.sanitizing == "verdict":
+        samples = samples.filter(_verdict_changed())
     return samples.order_by("position").only(
         "pk", "run_id", "task_id", "index", "status", "error_type", "message", "duration_ms",
-        "tests_passed", "tests_total", "cached",
+        "tests_passed", "tests_total", "cached", "sanitized",
     )
 
 

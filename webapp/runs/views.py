@@ -17,6 +17,7 @@ from webapp.query_params import (
     BadQuery,
     handles_bad_query,
     query_choice,
+    query_flag,
     query_ids,
     query_int,
     query_text,
@@ -28,6 +29,7 @@ from webapp.runs.models import SAMPLE_STATUSES, RunMetric, Sample
 from webapp.runs.reports import (
     PROBLEM_SHOWS,
     PROBLEM_SORTS,
+    SANITIZING_FILTERS,
     SampleFilters,
     capped,
     check_task_id,
@@ -38,8 +40,10 @@ from webapp.runs.reports import (
     run_problem_table,
     run_reported_ks,
     run_samples,
+    run_sanitizing,
     sample_neighbours,
     sample_test_rows,
+    samples_url,
     visible_runs_by_id,
 )
 from webapp.runs.selectors import (
@@ -47,6 +51,7 @@ from webapp.runs.selectors import (
     run_can_manage,
     run_pass_at_k,
     run_snapshot,
+    run_unstable_count,
     visible_runs,
 )
 from webapp.runs.services import run_cancel, run_create, run_rerun
@@ -74,7 +79,7 @@ def upload(request: HttpRequest) -> HttpResponse:
         return render(request, "runs/upload.html", {"form": form}, status=400)
     data = form.cleaned_data
     intake = intake_file(user=request.user, uploaded=data["file"], dataset=data["dataset"],
-                         sanitize=data["sanitize"])
+                         sanitize=data["sanitize"], profile=data["profile"])
     if intake.duplicate is not None:
         return render(request, "runs/upload.html",
                       {"form": form, "duplicate": intake.duplicate}, status=409)
@@ -85,7 +90,7 @@ def upload(request: HttpRequest) -> HttpResponse:
     token = staged_token({
         "user": request.user.pk, "staged": check.path.name, "file_name": check.file_name,
         "sha256": check.sha256, "size": check.size, "dataset": check.dataset.pk,
-        "sanitize": data["sanitize"],
+        "sanitize": data["sanitize"], "profile": check.options["profile"],
         "name": data["name"], "model_name": data["model_name"], "model_meta": data["model_meta"],
         "team": data["team"].slug, "visibility": data["visibility"],
     })
@@ -118,7 +123,7 @@ def upload_confirm(request: HttpRequest) -> HttpResponse:
         return redirect("runs:upload")
     intake = intake_staged(user=request.user, path=path, file_name=payload["file_name"],
                            sha256=payload["sha256"], size=payload["size"], dataset=dataset,
-                           sanitize=payload["sanitize"])
+                           sanitize=payload["sanitize"], profile=payload.get("profile", ""))
     if intake.duplicate is not None:
         return redirect(intake.duplicate)
     if not intake.ok or intake.check is None:
@@ -149,6 +154,10 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     status = query_choice(params, "status", STATUSES)
     text = query_text(params, "q")
     snapshot = run_snapshot(run=run)
+    # The page must show nothing older than the event number it resumes from: the run was
+    # read before that number, so read its state again (events after it then apply on top).
+    run.refresh_from_db(fields=["status", "error", "started_at", "finished_at", "recoveries",
+                                "recovered_at", "sandbox_backend"])
     table = (run_problem_table(run=run, sort=sort, descending=descending, query=text,
                                show=show, status=status)
              if not run.is_active else None)
@@ -157,6 +166,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     return render(request, "runs/run_detail.html", {
         "run": run,
         "facts": run_facts(run=run),
+        "sanitizing": run_sanitizing(run=run),
+        "unstable": run_unstable_count(run=run),
+        "unstable_url": samples_url(run, unstable="1"),
         "snapshot": snapshot,
         "log": reversed(snapshot["log"]),
         "table": table,
@@ -181,6 +193,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "ws_path": f"/ws/runs/{run.pk}/",
             "live": run.is_active and request.user.is_authenticated,
             "done": snapshot["progress"]["done"],
+            "seq": snapshot["seq"],
         },
     })
 
@@ -196,6 +209,8 @@ def run_samples_list(request: HttpRequest, run_id: int) -> HttpResponse:
         status=query_choice(params, "status", SAMPLE_STATUSES),
         error_type=error_type,
         task_id=check_task_id(query_text(params, "task")),
+        sanitizing=query_choice(params, "sanitizing", SANITIZING_FILTERS),
+        unstable=query_flag(params, "unstable"),
     )
     samples = run_samples(run=run, filters=filters)
     paginator = Paginator(samples, SAMPLES_PER_PAGE)
@@ -205,7 +220,7 @@ def run_samples_list(request: HttpRequest, run_id: int) -> HttpResponse:
         raise BadQuery("page", f"there are {paginator.num_pages} page(s)")
     return render(request, "runs/sample_list.html", {
         "run": run, "page": paginator.page(number), "filters": filters,
-        "statuses": SAMPLE_STATUSES,
+        "statuses": SAMPLE_STATUSES, "sanitizing_filters": SANITIZING_FILTERS,
     })
 
 

@@ -54,12 +54,12 @@ def make_run(personas, humaneval, tmp_path, django_capture_on_commit_callbacks) 
 
     def make(records: list[dict[str, Any]], *, name: str, model: str = "",
              visibility: str = Run.Visibility.TEAM, owner: Any = None,
-             dataset: Dataset | None = None) -> Run:
+             dataset: Dataset | None = None, sanitize: bool = False) -> Run:
         number = next(counter)
         path = write_jsonl(tmp_path / f"run-{number}.jsonl", records)
         check = upload_check(path=path, file_name=f"{name}.jsonl", sha256=f"{number:064x}",
                              size=path.stat().st_size, dataset=dataset or humaneval,
-                             options=EvaluationOptions())
+                             options=EvaluationOptions(sanitize=sanitize))
         assert check.ok, check.issues
         with django_capture_on_commit_callbacks(execute=True):
             run = run_create(owner=owner or personas.owner, team=personas.team, check=check,

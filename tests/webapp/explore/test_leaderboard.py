@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from evaluator.records import HARNESS_VERSION
 from tests.webapp.support import RIGHT_0, WRONG_0, client_for
 from webapp.runs.models import Run
 from webapp.teams.leaderboard import build_leaderboard
@@ -39,7 +40,7 @@ def test_cells_are_permalinks_marked_verified_with_versions(personas, runs):
     assert f'id="cell-{runs.a.pk}-1"' in body
     assert "verified" in body
     assert runs.a.dataset.version in body
-    assert "harness 1.0.0" in body
+    assert f"harness {HARNESS_VERSION}" in body
 
 
 def test_leader_and_paired_ties(personas, runs):

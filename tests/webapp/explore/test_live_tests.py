@@ -14,26 +14,15 @@ from django.test import Client
 
 from tests.webapp.support import WebsocketClient
 from webapp.runs import engines, execution
-from webapp.runs.models import Run
+from webapp.runs.execution import run_start
 from webapp.runs.routing import websocket_urlpatterns
-from webapp.runs.services import run_create, run_start
 from webapp.runs.tasks import evaluate_run
-from webapp.runs.uploads import EvaluationOptions, upload_check
 
 application = AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
 
 
-def _queued_run(personas, humaneval, samples_file, monkeypatch) -> Run:
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
-    check = upload_check(path=samples_file, file_name="s.jsonl", sha256="b" * 64,
-                         size=samples_file.stat().st_size, dataset=humaneval,
-                         options=EvaluationOptions())
-    return run_create(owner=personas.owner, team=personas.team, check=check, name="live")
-
-
-def test_each_test_is_emitted_before_its_sample_finishes(personas, humaneval, samples_file,
-                                                         monkeypatch):
-    run = _queued_run(personas, humaneval, samples_file, monkeypatch)
+def test_each_test_is_emitted_before_its_sample_finishes(unstarted_run, monkeypatch):
+    run = unstarted_run()
     emitted: list[dict[str, Any]] = []
     monkeypatch.setattr(execution, "emit_run_event", emitted.append)
     run_start(run_id=run.pk)
@@ -54,9 +43,9 @@ def test_each_test_is_emitted_before_its_sample_finishes(personas, humaneval, sa
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_websocket_forwards_test_reported_events(personas, humaneval, samples_file,
+def test_the_websocket_forwards_test_reported_events(personas, unstarted_run,
                                                      monkeypatch):
-    run = _queued_run(personas, humaneval, samples_file, monkeypatch)
+    run = unstarted_run()
     client = Client()
     client.force_login(personas.owner)
     headers = [(b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
@@ -86,8 +75,7 @@ def test_the_websocket_forwards_test_reported_events(personas, humaneval, sample
     assert started < first_test < finished
 
 
-def test_chunks_lease_one_engine_per_configuration(personas, humaneval, samples_file,
-                                                   monkeypatch, settings):
+def test_chunks_lease_one_engine_per_configuration(unstarted_run, monkeypatch, settings):
     settings.CHUNK_SAMPLES = 1
     engines.engines_close()
     created: list[Any] = []
@@ -99,7 +87,7 @@ def test_chunks_lease_one_engine_per_configuration(personas, humaneval, samples_
         return engine
 
     monkeypatch.setattr(engines, "_new_engine", counting)
-    run = _queued_run(personas, humaneval, samples_file, monkeypatch)
+    run = unstarted_run()
     assert run.chunks.count() == 2
     run_start(run_id=run.pk)
     for chunk in run.chunks.all():

@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from evaluator.records import HARNESS_VERSION
 from tests.webapp.support import client_for
 from webapp.runs.diffs import char_diff
 from webapp.runs.models import Sample
@@ -27,7 +28,7 @@ def test_run_page_summarises_the_run(personas, runs):
     start = body.index('id="run-summary"')
     summary = body[start:body.index("</dl>", start)]
     for text in ("gamma", "humaneval/python/en", "n = 2 per task", "none", "wall_seconds",
-                 "memory_mb", "1.0.0", " s</dd>"):
+                 "memory_mb", HARNESS_VERSION, " s</dd>"):
         assert text in summary, text
 
 
@@ -116,14 +117,15 @@ def test_sample_page_marks_the_differing_characters_of_a_failure(personas, runs)
     assert 'id="provenance"' in body
     assert sample.program_hash in body
     assert "humaneval/python/en" in body
-    assert "1.0.0" in body
+    assert HARNESS_VERSION in body
     # The prompt is shown muted before the highlighted completion.
     assert '<span class="prompt"><span class="k">from</span>' in body
 
 
 def test_sample_page_shows_the_exception_and_raw_generation(personas, make_run):
     run = make_run([{"task_id": "HumanEval/1",
-                     "completion": "```python\n    raise ValueError('no')\n```"}], name="fenced")
+                     "completion": "```python\n    raise ValueError('no')\n```"}], name="fenced",
+                   sanitize=True)
     sample = run.samples.get()
     assert sample.sanitized
     body = client_for(personas.owner).get(sample.get_absolute_url()).content.decode()

@@ -8,6 +8,7 @@ from django.test import Client
 
 from tests.webapp.support import client_for
 from webapp.runs.models import Run
+from webapp.runs.services import run_rerun
 from webapp.teams.services import token_issue, token_revoke
 
 
@@ -122,3 +123,45 @@ def test_run_page_queries_do_not_grow_with_problems(
     client = client_for(personas.owner)
     with django_assert_max_num_queries(15):
         assert client.get(f"/runs/{run.pk}/").status_code == 200
+
+
+# HumanEval-X's own ids, out of order and repeated, plus odd forms the reader accepts: the
+# results carry each exactly as the file wrote it, the aligned id beside it.
+SOURCE_IDS = ["Python/23", "Python/0", "Python/2", "Python/23", " python/0 ", "Python/002",
+              "HumanEval_23_strlen", "Python/\u0662"]
+ALIGNED_IDS = ["HumanEval/23", "HumanEval/0", "HumanEval/2", "HumanEval/23", "HumanEval/0",
+               "HumanEval/2", "HumanEval/23", "HumanEval/2"]
+
+
+def test_results_keep_the_files_task_ids_byte_for_byte(
+    personas, humaneval_x_python, token_client, tmp_path, django_capture_on_commit_callbacks
+):
+    records = [{"task_id": raw, "generation": "    pass\n"} for raw in SOURCE_IDS]
+    path = tmp_path / "python_generations.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                    encoding="utf-8")
+    client = token_client(personas.owner)
+    with path.open("rb") as handle, django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/api/runs", {"file": handle,
+                                             "dataset": humaneval_x_python.key})
+    assert response.status_code == 201, response.content
+    run = Run.objects.get(pk=response.json()["id"])
+
+    def result_lines(run_id: int) -> list[dict]:
+        body = client.get(f"/api/runs/{run_id}/results").content.decode()
+        for raw in SOURCE_IDS:
+            assert json.dumps(raw, ensure_ascii=False) in body
+        return [json.loads(line) for line in body.split("\n")[:-1]]
+
+    lines = result_lines(run.pk)
+    assert [line["task_id"] for line in lines] == SOURCE_IDS
+    assert [line["aligned_task_id"] for line in lines] == ALIGNED_IDS
+    assert all(line["status"] == "failed" for line in lines)
+    # Pages and per-problem scores stay keyed on the aligned id.
+    problems = client.get(f"/api/runs/{run.pk}").json()["problems"]
+    assert [p["task_id"] for p in problems] == ["HumanEval/0", "HumanEval/2", "HumanEval/23"]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        again = run_rerun(user=personas.owner, run=run)
+    assert [line["task_id"] for line in result_lines(again.pk)] == SOURCE_IDS
+

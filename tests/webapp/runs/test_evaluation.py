@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from evaluator.records import SampleResult
 from tests.webapp.support import RIGHT_0, WRONG_0, write_jsonl
-from webapp.runs import engines, execution
+from webapp.runs import engines, execution, leases
 from webapp.runs.aggregation import run_finalize
-from webapp.runs.execution import chunk_evaluate, sample_record_result
+from webapp.runs.execution import chunk_evaluate, run_start, sample_record_result
 from webapp.runs.models import CachedResult, Chunk, ProblemResult, Run, RunMetric, Sample
-from webapp.runs.services import plan_chunks, run_cancel, run_create, run_rerun, run_start
+from webapp.runs.services import plan_chunks, run_cancel, run_create, run_rerun
 from webapp.runs.uploads import EvaluationOptions, upload_check
 
 
@@ -49,17 +49,23 @@ def test_run_is_created_queued_with_samples_and_chunks(queued_run, settings):
 def test_chunk_is_claimed_once(queued_run):
     run_start(run_id=queued_run.pk)
     chunk = queued_run.chunks.first()
-    assert execution._claim(chunk.pk) is True
-    assert execution._claim(chunk.pk) is False, "a second claim of a running chunk fails"
+    claim = execution._claim(chunk.pk)
+    assert claim
+    assert execution._claim(chunk.pk) is None, "a second claim of a running chunk fails"
+    chunk.refresh_from_db()
+    assert chunk.claim == claim
+    assert chunk.worker
 
 
-def test_duplicate_delivery_of_a_running_chunk_is_told_to_retry(queued_run):
+def test_duplicate_delivery_of_a_held_chunk_does_nothing(queued_run):
+    # The holder's heartbeat keeps its lease; should it die, the sweeper sends the chunk
+    # again, so a duplicate delivery neither waits nor retries.
     run_start(run_id=queued_run.pk)
     chunk = queued_run.chunks.first()
     assert execution._claim(chunk.pk)
     outcome = chunk_evaluate(chunk_id=chunk.pk)
     assert outcome.state == "busy"
-    assert outcome.retry_in > 60
+    assert not Sample.objects.filter(chunk=chunk).exclude(status="pending").exists()
 
 
 def test_expired_claim_is_taken_over_and_finishes_only_pending_samples(queued_run, settings):
@@ -214,13 +220,13 @@ def test_cancel_stops_a_running_chunk(personas, humaneval, samples_file, monkeyp
     # is not enqueued, and is cancelled as soon as its first sample finishes.
     monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
     queued_run = _queued_run(personas, humaneval, samples_file)
-    monkeypatch.setattr(execution, "CANCEL_POLL_SECONDS", 0.01)
+    monkeypatch.setattr(leases, "CHECK_SECONDS", 0.01)
     original = execution.sample_record_result
 
     def record_then_cancel(**kwargs):
         event = original(**kwargs)
         Run.objects.filter(pk=queued_run.pk).update(status=Run.Status.CANCELLED)
-        time.sleep(execution.CANCEL_POLL_SECONDS * 5)  # long enough for the watcher to see it
+        time.sleep(leases.CHECK_SECONDS * 5)  # long enough for the heartbeat to see it
         return event
 
     monkeypatch.setattr(execution, "sample_record_result", record_then_cancel)
@@ -250,19 +256,3 @@ def test_starting_twice_enqueues_only_queued_chunks(queued_run):
     execution._claim(first[0][0])
     second = run_start(run_id=queued_run.pk)
     assert len(second) == len(first) - 1
-
-
-def test_interrupted_chunk_is_sent_again_on_resume(queued_run, monkeypatch):
-    from webapp.runs.services import runs_resume
-
-    sent: list[int] = []
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", sent.append)
-    run_start(run_id=queued_run.pk)
-    chunk = queued_run.chunks.first()
-    assert execution._claim(chunk.pk)
-    assert runs_resume(all_running=False) == [queued_run.pk]
-    assert Chunk.objects.get(pk=chunk.pk).status == Chunk.Status.RUNNING, "lease still valid"
-    assert runs_resume(all_running=True) == [queued_run.pk]
-    assert Chunk.objects.get(pk=chunk.pk).status == Chunk.Status.QUEUED
-    assert sent == [queued_run.pk, queued_run.pk]
-    assert chunk_evaluate(chunk_id=chunk.pk).state == "done"

@@ -14,7 +14,7 @@ from django.test import Client
 
 from tests.webapp.support import RIGHT_0, client_for, small_samples, write_jsonl
 from webapp.runs.models import Chunk, Run, Sample
-from webapp.runs.uploads import staging_dir
+from webapp.runs.uploads import MAX_LINE_BYTES, staging_dir
 
 
 def assert_nothing_stored() -> None:
@@ -28,7 +28,7 @@ def page_upload(client: Client, path: Path, dataset_id: int, **extra: Any) -> An
     with path.open("rb") as handle:
         return client.post("/runs/new/", {"file": handle, "dataset": str(dataset_id),
                                           "name": "my run", "model_name": "m",
-                                          "visibility": "team", "sanitize": "on", **extra})
+                                          "visibility": "team", **extra})
 
 
 def api_upload(client: Client, path: Path, dataset: str, **extra: Any) -> Any:
@@ -150,6 +150,22 @@ BAD_FILES: dict[str, tuple[str, Callable[[Path], Path], str, int | None]] = {
                       lambda p: write_jsonl(p, [{"task_id": "HumanEval/0",
                                                  "completion": "    return\u0000 1\n"}]),
                       "nul_character", 1),
+    # JSON can spell a lone surrogate, which is no character: it cannot be stored or shown.
+    "lone_surrogate_in_completion": ("samples.jsonl",
+                                     lambda p: write_jsonl(p, [
+                                         {"task_id": "HumanEval/0", "completion": RIGHT_0},
+                                         {"task_id": "HumanEval/0",
+                                          "completion": "    return True  # \ud83d\n"}]),
+                                     "lone_surrogate", 2),
+    "lone_surrogate_in_task_id": ("samples.jsonl.gz",
+                                  lambda p: write_jsonl(p, [{"task_id": "HumanEval/0\udc00",
+                                                             "completion": RIGHT_0}],
+                                                        compress=True),
+                                  "lone_surrogate", 1),
+    "line_too_long": ("samples.jsonl",
+                      lambda p: write_jsonl(p, [{"task_id": "HumanEval/0",
+                                                 "completion": "#" * MAX_LINE_BYTES}]),
+                      "line_too_long", 1),
 }
 
 
@@ -227,7 +243,7 @@ def test_same_file_with_other_options_is_not_a_duplicate(personas, humaneval, sa
                                                          token_client):
     client = token_client(personas.owner)
     assert api_upload(client, samples_file, "humaneval/python/en").status_code == 201
-    other = api_upload(client, samples_file, "humaneval/python/en", sanitize="false")
+    other = api_upload(client, samples_file, "humaneval/python/en", sanitize="true")
     assert other.status_code == 201
     assert Run.objects.count() == 2
 
@@ -288,3 +304,38 @@ def test_failed_run_creation_leaves_nothing(personas, humaneval, samples_file, t
     with pytest.raises(RuntimeError):
         api_upload(token_client(personas.owner), samples_file, "humaneval/python/en")
     assert_nothing_stored()
+
+
+@pytest.mark.parametrize("text", [
+    "\u202e\u2066 reversed \u2069\u202c",  # right-to-left override and isolates
+    "\U0001F600 \u2028\u2029",  # an emoji (a surrogate pair in JSON) and line separators
+    "x" * (1024 * 1024),  # a single line of over a megabyte
+])
+def test_odd_but_valid_text_is_accepted_and_stored_as_is(personas, humaneval, tmp_path,
+                                                         token_client, text):
+    completion = f"    return False  # {text}\n"
+    path = write_jsonl(tmp_path / "samples.jsonl", [{"task_id": "HumanEval/0",
+                                                     "completion": completion}])
+    response = api_upload(token_client(personas.owner), path, "humaneval/python/en",
+                          sanitize="false")
+    assert response.status_code == 201, response.content
+    assert Sample.objects.get(run_id=response.json()["id"]).raw == completion
+    page = page_upload(client_for(personas.teammate), path, humaneval.pk, sanitize="")
+    assert page.status_code == 200
+
+
+def test_lone_surrogate_made_by_the_program_is_stored_escaped(
+    personas, humaneval, tmp_path, token_client, django_capture_on_commit_callbacks
+):
+    path = write_jsonl(tmp_path / "samples.jsonl", [
+        {"task_id": "HumanEval/0", "completion": "    raise ValueError('bad \\ud800')\n"}])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_upload(token_client(personas.owner), path, "humaneval/python/en")
+    assert response.status_code == 201, response.content
+    run = Run.objects.get(pk=response.json()["id"])
+    assert run.status == Run.Status.FINISHED, run.error
+    sample = run.samples.get()
+    assert sample.message == "bad \\ud800"
+    page = client_for(personas.owner).get(f"/runs/{run.pk}/samples/{sample.pk}/")
+    assert page.status_code == 200
+    assert "bad \\ud800" in page.content.decode()

