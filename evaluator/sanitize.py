@@ -2,27 +2,81 @@
 
 Chat models rarely return a bare continuation of the prompt. They wrap code in markdown
 fences, repeat the prompt or the whole `def`, indent with tabs, double-escape newlines,
-and add prose or test code around the function. `sanitize` undoes those artifacts and
-says, in words, what it changed.
+and add prose around the function. `sanitize` undoes those artifacts and says, in words,
+what it changed.
 
-For Python the result is checked with `compile` (which also catches `'return' outside
-function`, unlike `ast.parse`): a raw completion that already compiles after the prompt
-is only trimmed of top-level test code, and no step may turn compiling text into text
-that does not compile. Other languages only lose markdown fences and the prose around
-them.
+It is off unless asked for: the reference harnesses run the text as the model wrote it
+(`REFERENCE_CLEANUP` records, per dataset layout, what each one does), and a verdict on
+sanitized text is not comparable with theirs.
+
+For Python two rules bound it:
+
+- Text that already compiles after the prompt is returned unchanged. (`compile`, unlike
+  `ast.parse`, also catches `'return' outside function`.)
+- No line of code of the function body is deleted. The body is the indented block that
+  continues the prompt, or else the body of the first `def <entry point>`, at any
+  indentation. A repair that would drop one of its statements is not made; if nothing
+  else helps, the text is left as the model wrote it.
+
+Other languages only lose markdown fences and the prose around them.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import re
 import textwrap
+import tokenize
 import warnings
 from dataclasses import dataclass
 
 from evaluator.records import Problem
 
-__all__ = ["sanitize"]
+__all__ = ["REFERENCE_CLEANUP", "ReferenceCleanup", "sanitize", "sanitize_by_default"]
+
+
+@dataclass(frozen=True)
+class ReferenceCleanup:
+    """What the reference harness of a dataset layout does to raw output before running it."""
+
+    harness: str
+    cleanup: str
+    sanitize: bool
+    """Whether sanitizing is on when the user does not say: only where the reference
+    harness cleans raw output the way `sanitize` does."""
+
+
+# The one place where the default is decided, per dataset layout (`evaluator.datasets.LAYOUTS`).
+# Sources: ../shared/research/harnesses.md, "Raw-output cleanup" and D.6.
+REFERENCE_CLEANUP: dict[str, ReferenceCleanup] = {
+    "humaneval": ReferenceCleanup(
+        "openai/human-eval", "none: the completion is appended to the prompt as it is", False),
+    "humanevalplus": ReferenceCleanup(
+        "EvalPlus", "none in `evalplus.evaluate`; `evalplus.sanitize` is a separate step the "
+        "user runs on the file first", False),
+    "humaneval-x": ReferenceCleanup(
+        "CodeGeeX", "`cleanup_code`: stop words and brace matching, a Python body cut at the "
+        "first non-indented line; a different cleanup from this one", False),
+    "humaneval-xl": ReferenceCleanup(
+        "human-eval style", "none (not among the surveyed harnesses; treated as human-eval)",
+        False),
+    "mhumaneval": ReferenceCleanup(
+        "human-eval style", "none (not among the surveyed harnesses; treated as human-eval)",
+        False),
+    "multipl-e": ReferenceCleanup(
+        "MultiPL-E", "none at evaluation; stop tokens are applied at generation time", False),
+    "mera-ruhumaneval": ReferenceCleanup(
+        "MERA", "strips a markdown fence only when the generation starts with one "
+        "(`preprocess_generation`); this sanitizer does more, so it stays off", False),
+}
+
+
+def sanitize_by_default(layout: str) -> bool:
+    """Whether to sanitize a dataset of `layout` when the user does not say: what its
+    reference harness does (off for every layout known today, and for unknown ones)."""
+    reference = REFERENCE_CLEANUP.get(layout)
+    return reference.sanitize if reference is not None else False
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+#.-]*)")
 _PYTHON_TAGS = frozenset({"", "python", "py", "python3", "py3", "ipython", "pycon"})
@@ -35,10 +89,6 @@ _FENCE_TAGS = {
 }
 _TOP_LEVEL_CODE = re.compile(
     r"^(?:async\s+def\s|def\s|class\s|import\s|from\s+[\w.]+\s+import\s|@)"
-)
-# Callees whose module-level calls are test scaffolding, not part of a solution.
-_TEST_CALLEES = frozenset(
-    {"print", "pprint", "testmod", "main", "input", "exit", "quit", "check", "run_tests", "test"}
 )
 _FUTURE = re.compile(r"^from\s+__future__\s+import\s")
 _ESCAPES = re.compile(r"\\(?:r\\n|[ntr\"'\\])")
@@ -129,8 +179,13 @@ class _PythonSanitizer:
         # Line of the assembled program on which the completion's first line sits.
         self.first_line = prompt.count("\n") + 1
         self.shares_line = bool(prompt) and not prompt.endswith("\n")
-        self.entry_def = re.compile(rf"^(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", re.M)
+        # At any indentation: a method or a nested def is still the model's solution.
+        self.entry_def = re.compile(
+            rf"^[ \t]*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", re.M
+        )
         self.notes: list[str] = []
+        # Stripped lines of the function body that no repair may delete.
+        self.protected: frozenset[str] = frozenset()
 
     # -- checking -------------------------------------------------------------------
     def error(self, text: str) -> SyntaxError | ValueError | None:
@@ -168,15 +223,18 @@ class _PythonSanitizer:
             return False
         return (err_after.lineno or 0) + shift > (err_before.lineno or 0)
 
+    def keeps_body(self, text: str) -> bool:
+        """Whether `text` still holds every protected line of the function body."""
+        return self.protected <= {line.strip() for line in text.split("\n")}
+
     # -- pipeline -------------------------------------------------------------------
     def run(self, raw: str) -> tuple[str, tuple[str, ...]]:
         if self.error(raw) is None:
-            text = self.strip_reemitted_prompt(raw)
-            text = self.dedent_nested_def(text)
-            text = self.drop_test_code(text)
-            return text, tuple(self.notes)
+            return raw, ()
+        self.protected = _body_code_lines(raw, self.entry_point)
         # Stage one undoes formatting; stage two cuts text away and is kept only if it
         # yields valid Python, so a genuinely broken solution is shown as the model wrote it.
+        # Each stage stops as soon as the text compiles: valid Python is not touched.
         text = raw
         for repair in (
             self.extract_fence,
@@ -187,7 +245,11 @@ class _PythonSanitizer:
             self.dedent_nested_def,
         ):
             text = repair(text)
+            if self.error(text) is None:
+                break
         formatted, formatted_notes = text, list(self.notes)
+        # Escaped or fenced code shows its body only now.
+        self.protected |= _body_code_lines(formatted, self.entry_point)
         for repair in (
             self.drop_leading_chatter,
             self.drop_trailing_chatter,
@@ -195,11 +257,15 @@ class _PythonSanitizer:
             self.drop_future_imports,
             self.fill_empty_body,
         ):
+            if self.error(text) is None:
+                break
             text = repair(text)
-        if self.error(text) is None:
-            return self.drop_test_code(text), tuple(self.notes)
-        exc = self.error(formatted)
+        if self.error(text) is None and self.keeps_body(text):
+            return text, tuple(self.notes)
         self.notes = formatted_notes
+        if not self.keeps_body(formatted):
+            return raw, ()
+        exc = self.error(formatted)
         if exc is not None and self.notes:
             self.notes.append(f"still not valid Python after sanitizing: {_describe(exc)}")
         return formatted, tuple(self.notes)
@@ -223,6 +289,8 @@ class _PythonSanitizer:
         ):
             score = 5 if self.entry_def.search(before) else 3
             candidates.append((score, before, "removed a closing markdown fence and what followed"))
+        # A block that would leave out code of the function body is not the code.
+        candidates = [c for c in candidates if self.keeps_body(c[1])]
         if not candidates:
             return text
         score, body, note = max(candidates, key=lambda c: c[0])
@@ -314,8 +382,13 @@ class _PythonSanitizer:
         first = _first_code_line(text)
         if first[:1] not in (" ", "\t") or not self.entry_def.match(first.lstrip()):
             return text
-        dedented = textwrap.dedent(text)
-        if self.error(dedented) is not None and self.error(text) is None:
+        # Only the indented block: prose after it is flush left and would stop `dedent`.
+        lines = text.split("\n")
+        end = next((k for k, line in enumerate(lines) if line.strip() and line[0] not in " \t"),
+                   len(lines))
+        dedented = textwrap.dedent("\n".join(lines[:end]))
+        dedented = "\n".join([dedented, *lines[end:]])
+        if dedented == text or (self.error(dedented) is not None and self.error(text) is None):
             return text
         self.notes.append(f"dedented the `def {self.entry_point}` nested in the prompt's function")
         return dedented
@@ -336,6 +409,8 @@ class _PythonSanitizer:
             return text
         if any(line.strip() and line[0] in " \t" for line in head):
             return text
+        if any(_is_statement(line) for line in head):
+            return text  # `return [...]` or `x = 1` among the prose is code, not chatter
         self.notes.append(f"removed {start - first} line(s) of text before the code")
         return "\n".join(lines[start:])
 
@@ -359,10 +434,17 @@ class _PythonSanitizer:
                 cut -= 1
             if cut is None or cut == 0 or (cut == 1 and self.shares_line):
                 break
-            kept = "\n".join(lines[:cut]).rstrip() + "\n"
+            # Prose ends where top-level code starts again: a helper defined after it stays.
+            resume = next(
+                (k for k in range(cut + 1, len(lines)) if _TOP_LEVEL_CODE.match(lines[k])),
+                len(lines),
+            )
+            kept = "\n".join(lines[:cut] + lines[resume:]).rstrip() + "\n"
             if had_entry and not self.has_solution(kept):
                 break  # the broken part is the solution itself: not a formatting problem
-            dropped += len(lines) - cut
+            if not self.keeps_body(kept):
+                break  # the cut would take code of the function body with it
+            dropped += sum(1 for line in lines[cut:resume] if line.strip())
             text = kept
         if dropped:
             self.notes.append(f"removed {dropped} line(s) of text or broken code after the code")
@@ -395,57 +477,6 @@ class _PythonSanitizer:
             self.notes.append("added `pass` as the prompt function's body")
             return candidate
         return text
-
-    def drop_test_code(self, text: str) -> str:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(self.prompt + text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return text
-        start = self.first_line + (1 if self.shares_line else 0)
-        doomed: list[tuple[int, int]] = []
-        kinds: list[str] = []
-        for node in tree.body:
-            if node.lineno < start:
-                continue
-            kind = self.test_code_kind(node)
-            if kind is not None:
-                last = node.end_lineno or node.lineno
-                doomed.append((node.lineno - self.first_line, last - self.first_line))
-                if kind not in kinds:
-                    kinds.append(kind)
-        if not doomed:
-            return text
-        lines = text.split("\n")
-        for first, last in reversed(doomed):
-            del lines[first : last + 1]
-        candidate = "\n".join(lines).rstrip() + "\n"
-        if self.error(candidate) is not None:
-            return text
-        self.notes.append(f"removed top-level test code ({', '.join(kinds)})")
-        return candidate
-
-    def test_code_kind(self, node: ast.stmt) -> str | None:
-        if isinstance(node, ast.If) and any(
-            isinstance(n, ast.Name) and n.id == "__name__" for n in ast.walk(node.test)
-        ):
-            return "`if __name__ == '__main__'` block"
-        if isinstance(node, ast.Assert):
-            return "assert"
-        callees = {_callee(n) for n in ast.walk(node) if isinstance(n, ast.Call)}
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            name = _callee(node.value)
-            # Other module-level calls may be setup (`sys.setrecursionlimit`, building a table).
-            if name in _TEST_CALLEES or name == self.entry_point or name.startswith("test"):
-                return f"{name}(...) call"
-        if isinstance(node, ast.Assign | ast.AnnAssign) and self.entry_point in callees:
-            return f"call of {self.entry_point}"
-        if isinstance(node, ast.For | ast.While) and (
-            "print" in callees or self.entry_point in callees
-        ):
-            return "loop over test calls"
-        return None
 
 
 def _closing_braces_start(text: str) -> int | None:
@@ -483,16 +514,123 @@ def _parses(source: str) -> bool:
     return True
 
 
-def _callee(call: ast.Call) -> str:
-    func = call.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return ""
-
-
 def _describe(exc: SyntaxError | ValueError) -> str:
     if isinstance(exc, SyntaxError):
         return f"{exc.msg} (program line {exc.lineno})"
     return str(exc)
+
+
+# -- the function body, which sanitizing never cuts into ------------------------------------
+_COMPOUND_SHAPES = ("{}\n    pass", "if x:\n    pass\n{}\n    pass", "try:\n    pass\n{}\n    pass")
+
+
+def _body_code_lines(text: str, entry_point: str) -> frozenset[str]:
+    """The stripped lines of code of the function body that `text` writes.
+
+    The body is the indented block that continues the prompt when the text starts indented,
+    else the block under the first `def <entry_point>` at any indentation (a method, a
+    nested def). A statement counts as code when it parses on its own, or is the header of
+    a compound statement; a bare string (a docstring) does not count.
+    """
+    lines = [_expand_indent(line) for line in text.split("\n")]
+    statements = _statement_spans(lines)
+    if not statements:
+        return frozenset()
+
+    def indent(span: tuple[int, int]) -> int:
+        line = lines[span[0]]
+        return len(line) - len(line.lstrip(" "))
+
+    if indent(statements[0]) > 0:
+        body = statements[: next((k for k, span in enumerate(statements) if indent(span) == 0),
+                                 len(statements))]
+    else:
+        header = re.compile(rf"(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(")
+        found = next((k for k, span in enumerate(statements)
+                      if header.match(lines[span[0]].lstrip(" "))), None)
+        if found is None:
+            return frozenset()
+        level = indent(statements[found])
+        rest = statements[found + 1:]
+        body = rest[: next((k for k, span in enumerate(rest) if indent(span) <= level),
+                           len(rest))]
+    code: set[str] = set()
+    for first, last in body:
+        chunk = lines[first : last + 1]
+        source = textwrap.dedent("\n".join(chunk)).strip()
+        if _is_code(source) and not _is_bare_string(source):
+            code.update(line.strip() for line in chunk if line.strip())
+    return frozenset(code)
+
+
+def _expand_indent(line: str) -> str:
+    indent = len(line) - len(line.lstrip(" \t"))
+    return line[:indent].expandtabs(4) + line[indent:]
+
+
+def _statement_spans(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, last) 0-based lines of each statement, comments and blank lines left out.
+
+    Statements are the tokenizer's logical lines; where it gives up (broken code), each
+    remaining non-blank line stands for itself.
+    """
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    done = 0
+    skipped = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT,
+               tokenize.ENDMARKER)
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline)
+        for token in tokens:
+            if token.type in skipped:
+                continue
+            if start is None:
+                start = token.start[0] - 1
+            if token.type == tokenize.NEWLINE:
+                spans.append((start, token.start[0] - 1))
+                done, start = token.start[0], None
+    except (tokenize.TokenError, SyntaxError, RecursionError, MemoryError):
+        pass
+    spans.extend((i, i) for i in range(done, len(lines))
+                 if lines[i].strip() and not lines[i].lstrip().startswith("#"))
+    return spans
+
+
+def _is_code(source: str) -> bool:
+    if not source:
+        return False
+    if _parses(source):
+        return True
+    return source.endswith(":") and any(_parses(shape.format(source)) for shape in _COMPOUND_SHAPES)
+
+
+def _is_bare_string(source: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return (len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr)
+            and isinstance(tree.body[0].value, ast.Constant)
+            and isinstance(tree.body[0].value.value, str))
+
+
+def _is_statement(line: str) -> bool:
+    """A flush-left line that is a Python statement, not a word or a `Label: value` that
+    happen to parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse("def _():\n    " + line.strip())
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    function = tree.body[0]
+    assert isinstance(function, ast.FunctionDef)
+    body = function.body
+    if len(body) != 1:
+        return True
+    node = body[0]
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Name | ast.Constant):
+        return False
+    return not (isinstance(node, ast.AnnAssign) and node.value is None)

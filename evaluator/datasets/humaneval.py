@@ -67,8 +67,8 @@ def _dataset(source: SourceFile, display: str) -> Dataset:
     )
 
 
-def load_humaneval(path: Path) -> Dataset:
-    return _dataset(read_path(path), str(path))
+def load_humaneval(path: Path, *, max_expanded_bytes: int | None = None) -> Dataset:
+    return _dataset(read_path(path, max_expanded_bytes=max_expanded_bytes), str(path))
 
 
 def load_package_humaneval() -> Dataset:

@@ -28,8 +28,8 @@ def is_humaneval_x_file(path: Path) -> bool:
     return _FILE_NAME.fullmatch(path.name) is not None
 
 
-def load_humaneval_x(path: Path) -> Dataset:
-    source = read_path(path)
+def load_humaneval_x(path: Path, *, max_expanded_bytes: int | None = None) -> Dataset:
+    source = read_path(path, max_expanded_bytes=max_expanded_bytes)
     problems = tuple(_problem(record, source) for record in source.records)
     languages = {p.language for p in problems}
     if len(languages) != 1:

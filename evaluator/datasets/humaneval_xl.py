@@ -47,8 +47,8 @@ def is_humaneval_xl_file(path: Path) -> bool:
     )
 
 
-def load_humaneval_xl(path: Path) -> Dataset:
-    source = read_path(path)
+def load_humaneval_xl(path: Path, *, max_expanded_bytes: int | None = None) -> Dataset:
+    source = read_path(path, max_expanded_bytes=max_expanded_bytes)
     records = source.records
     language = programming_language(_first(records, "language") or path.parent.name)
     human_language = natural_language(_first(records, "natural_language") or path.stem)

@@ -38,8 +38,8 @@ def is_humanevalplus_file(path: Path) -> bool:
     return _FILE_NAME.fullmatch(path.name) is not None
 
 
-def load_humanevalplus(path: Path) -> Dataset:
-    source = read_path(path)
+def load_humanevalplus(path: Path, *, max_expanded_bytes: int | None = None) -> Dataset:
+    source = read_path(path, max_expanded_bytes=max_expanded_bytes)
     problems = tuple(_problem(record, source) for record in source.records)
     return Dataset(
         name="humanevalplus",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from evaluator.datasets.dataset import Dataset, DatasetError
 from evaluator.datasets.humaneval import HUMANEVAL_FIELDS, load_humaneval
@@ -23,7 +23,12 @@ from evaluator.datasets.mhumaneval import is_mhumaneval_file, load_mhumaneval
 from evaluator.datasets.multipl_e import is_multipl_e_file, load_multipl_e
 from evaluator.datasets.reading import read_path
 
-LAYOUTS: dict[str, Callable[[Path], Dataset]] = {
+
+class Loader(Protocol):
+    def __call__(self, path: Path, *, max_expanded_bytes: int | None = None) -> Dataset: ...
+
+
+LAYOUTS: dict[str, Loader] = {
     "humaneval": load_humaneval,
     "humaneval-x": load_humaneval_x,
     "humaneval-xl": load_humaneval_xl,
@@ -47,13 +52,13 @@ _BY_NAME: tuple[tuple[Callable[[Path], bool], str], ...] = (
 )
 
 
-def detect_layout(path: Path) -> str:
+def detect_layout(path: Path, *, max_expanded_bytes: int | None = None) -> str:
     """The `LAYOUTS` key for `path`, from its name or else its first record."""
     path = Path(path)
     for matches, layout in _BY_NAME:
         if matches(path):
             return layout
-    first = read_path(path).records[0].data
+    first = read_path(path, max_expanded_bytes=max_expanded_bytes).records[0].data
     found = layout_of_record(first)
     if found is None:
         raise DatasetError(

@@ -30,8 +30,8 @@ def is_mera_file(path: Path) -> bool:
     return "ruhumaneval" in path.name.lower()
 
 
-def load_mera(path: Path) -> Dataset:
-    source = read_path(path)
+def load_mera(path: Path, *, max_expanded_bytes: int | None = None) -> Dataset:
+    source = read_path(path, max_expanded_bytes=max_expanded_bytes)
     return Dataset(
         name="mera-ruhumaneval",
         version=source.version,

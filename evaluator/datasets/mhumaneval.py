@@ -31,8 +31,8 @@ def is_mhumaneval_file(path: Path) -> bool:
     return bool(_EXPERT_FILE.fullmatch(path.name) or _MACHINE_FILE.fullmatch(path.name))
 
 
-def load_mhumaneval(path: Path) -> Dataset:
-    source = read_path(path)
+def load_mhumaneval(path: Path, *, max_expanded_bytes: int | None = None) -> Dataset:
+    source = read_path(path, max_expanded_bytes=max_expanded_bytes)
     first = source.records[0]
     expert = _EXPERT_FILE.fullmatch(path.name)
     machine = _MACHINE_FILE.fullmatch(path.name)

@@ -27,8 +27,8 @@ def is_multipl_e_file(path: Path) -> bool:
     return _FILE_NAME.fullmatch(path.name) is not None
 
 
-def load_multipl_e(path: Path) -> Dataset:
-    source = read_path(path)
+def load_multipl_e(path: Path, *, max_expanded_bytes: int | None = None) -> Dataset:
+    source = read_path(path, max_expanded_bytes=max_expanded_bytes)
     named = _FILE_NAME.fullmatch(path.name)
     # The file name wins: MultiPL-E's Go records say language "go_test.go".
     language = programming_language(

@@ -26,10 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.datasets.dataset import DatasetError
+from evaluator.gzip_limit import (
+    DEFAULT_MAX_EXPANDED_BYTES,
+    GZIP_MAGIC,
+    ExpansionLimitExceeded,
+    LimitedGzipReader,
+)
+from evaluator.surrogates import find_lone_surrogate
 
-_GZIP_MAGIC = b"\x1f\x8b"
-MAX_DECOMPRESSED_BYTES = 512 * 1024 * 1024
-"""Refuse gzip bombs; the largest benchmark file inflates to about 12 MB."""
+MAX_DECOMPRESSED_BYTES = DEFAULT_MAX_EXPANDED_BYTES
+"""The default limit on a gzip file's expanded size, against gzip bombs."""
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -98,7 +104,9 @@ def file_version(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def read_path(path: Path) -> SourceFile:
+def read_path(path: Path, *, max_expanded_bytes: int | None = None) -> SourceFile:
+    """Read a dataset file; a gzip one may expand to `max_expanded_bytes`
+    (default `MAX_DECOMPRESSED_BYTES`)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -107,7 +115,7 @@ def read_path(path: Path) -> SourceFile:
         raise DatasetError(f"{path}: is a directory, not a dataset file") from None
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read: {exc.strerror}") from exc
-    return read_bytes(data, str(path))
+    return read_bytes(data, str(path), max_expanded_bytes=max_expanded_bytes)
 
 
 def read_resource(package: str, resource: str) -> SourceFile:
@@ -120,28 +128,31 @@ def read_resource(package: str, resource: str) -> SourceFile:
     return read_bytes(data, origin)
 
 
-def read_bytes(data: bytes, origin: str) -> SourceFile:
+def read_bytes(data: bytes, origin: str, *, max_expanded_bytes: int | None = None) -> SourceFile:
     version = file_version(data)
-    text = _decode(_decompress(data, origin), origin)
+    limit = MAX_DECOMPRESSED_BYTES if max_expanded_bytes is None else max_expanded_bytes
+    text = _decode(_decompress(data, origin, limit), origin)
     records = tuple(_records(text, origin))
     if not records:
         raise DatasetError(f"{origin}: empty file, no records")
     return SourceFile(origin=origin, version=version, records=records)
 
 
-def _decompress(data: bytes, origin: str) -> bytes:
-    if not data.startswith(_GZIP_MAGIC):
+def _decompress(data: bytes, origin: str, limit: int) -> bytes:
+    if not data.startswith(GZIP_MAGIC):
         return data
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-            inflated = stream.read(MAX_DECOMPRESSED_BYTES + 1)
+        with LimitedGzipReader(io.BytesIO(data), limit) as stream:
+            return stream.read()
+    except ExpansionLimitExceeded:
+        raise DatasetError(
+            f"{origin}: inflates to more than {limit} bytes when decompressed, over the limit "
+            "on a dataset file's expanded size"
+        ) from None
     except EOFError:
         raise DatasetError(f"{origin}: truncated gzip stream") from None
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise DatasetError(f"{origin}: corrupt gzip data ({exc})") from exc
-    if len(inflated) > MAX_DECOMPRESSED_BYTES:
-        raise DatasetError(f"{origin}: inflates to more than {MAX_DECOMPRESSED_BYTES} bytes")
-    return inflated
 
 
 def _decode(data: bytes, origin: str) -> str:
@@ -262,4 +273,10 @@ def _wrapped_records(text: str, origin: str) -> Iterator[SourceRecord]:
 def _record(value: Any, origin: str, line: int, index: int, where: str) -> SourceRecord:
     if not isinstance(value, dict):
         raise DatasetError(f"{where}: expected a JSON object, got {type(value).__name__}")
+    surrogate = find_lone_surrogate(value)
+    if surrogate is not None:
+        raise DatasetError(
+            f"{where}: field '{surrogate.path}' holds {surrogate.code_point}, a lone surrogate "
+            "escape, which is not a character (it cannot be written as UTF-8)"
+        )
     return SourceRecord(origin=origin, line=line, data=value, index=index, where=where)

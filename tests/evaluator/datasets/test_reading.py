@@ -149,3 +149,24 @@ def test_field_errors_name_the_line(tmp_path: Path) -> None:
         record.text("b")
     with pytest.raises(DatasetError, match=r"f\.jsonl:1: field 'a' must be a string, got int"):
         record.text("a")
+
+
+def test_gzip_limit_can_be_given_per_read(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.jsonl.gz"
+    path.write_bytes(gzip.compress(b" " * 5000 + b'{"a": 1}\n'))
+    with pytest.raises(DatasetError, match=rf"{path}: inflates to more than 1000 bytes"):
+        read_path(path, max_expanded_bytes=1000)
+    assert read_path(path, max_expanded_bytes=6000).records[0].data == {"a": 1}
+
+
+@pytest.mark.parametrize(("text", "where", "field"), [
+    ('{"prompt": "x"}\n{"prompt": "def f():\\n    \\ud800"}\n', ":2", "prompt"),
+    ('[{"a": 1}, {"tests": ["ok", "\\udfff"]}]', ":1", "tests[1]"),
+    ('{"data": {"test": [{"x\\udc00y": 1}]}}', ": data.test[0]", "x\\udc00y"),
+])
+def test_lone_surrogate_names_the_record_and_field(text: str, where: str, field: str) -> None:
+    with pytest.raises(DatasetError) as caught:
+        read_bytes(text.encode(), "data.jsonl")
+    message = str(caught.value)
+    assert message.startswith(f"data.jsonl{where}: field '{field}' holds \\u")
+    message.encode("utf-8")

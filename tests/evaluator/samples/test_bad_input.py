@@ -231,3 +231,73 @@ def test_reports_deeply_nested_json(
 ) -> None:
     issue = only_issue(write_lines(["[" * 100_000 + "]" * 100_000]), problems)
     assert issue.code in ("bad_json", "not_object")
+
+
+# -- odd Unicode ------------------------------------------------------------------------------
+@pytest.mark.parametrize(("record", "field"), [
+    ({"task_id": "HumanEval/1", "completion": "    return []  # \ud83d\n"}, "completion"),
+    ({"task_id": "HumanEval/1\udc00", "completion": "    return []\n"}, "task_id"),
+    ({"prompt": "def f():\n", "samples": ["    pass\n", "    return 1 \ud800\n"]}, "samples[1]"),
+    ({"task_id": "HumanEval/1", "completion": "    pass\n", "meta": {"note\udfff": 1}},
+     "meta.note\\udfff"),
+])
+def test_rejects_a_lone_surrogate_naming_the_line_and_field(
+    write_lines: Callable[..., Path], problems: list[Problem], record: dict[str, object],
+    field: str,
+) -> None:
+    first = GOOD if "task_id" in record else {"prompt": problems[0].prompt, "samples": ["x"]}
+    issue = only_issue(write_lines([first, record]), problems)
+    assert (issue.code, issue.line, issue.field) == ("lone_surrogate", 2, field)
+    assert issue.message.startswith(f"Line 2, field `{field}`: holds \\u")
+    issue.message.encode("utf-8")  # the message itself can be shown and stored
+
+
+def test_accepts_a_surrogate_pair_escape(
+    write_lines: Callable[..., Path], problems: list[Problem]
+) -> None:
+    # An emoji as JSON writes it with ensure_ascii: two escapes that make one character.
+    path = write_lines(['{"task_id": "HumanEval/0", '
+                        '"completion": "    return False  # \\ud83d\\ude00\\n"}'])
+    result = read_samples(path, problems)
+    assert result.ok, result.issues
+    assert "\U0001F600" in result.samples[0].raw
+
+
+@pytest.mark.parametrize("text", ["\u0000", "\u202e\u2066", "\u2028\u2029", "\ufeff\ufffe"])
+def test_reads_nul_and_bidirectional_controls_as_text(
+    write_lines: Callable[..., Path], problems: list[Problem], text: str
+) -> None:
+    completion = f"    return False  # {text}\n"
+    path = write_lines([{"task_id": "HumanEval/0", "completion": completion}])
+    result = read_samples(path, problems, sanitize=False)
+    assert result.ok, result.issues
+    assert result.samples[0].raw == completion
+
+
+def test_gzip_that_expands_past_the_limit_stops_reading_with_too_large(
+    tmp_path: Path, problems: list[Problem]
+) -> None:
+    line = json.dumps(GOOD).encode() + b"\n"
+    path = tmp_path / "bomb.jsonl.gz"
+    path.write_bytes(gzip.compress(line * 100_000, compresslevel=9))
+    result = read_samples(path, problems, max_expanded_bytes=100 * len(line))
+    assert [issue.code for issue in result.issues] == ["too_large"]
+    assert f"more than {100 * len(line):,} bytes" in result.issues[0].message
+    assert "stopped at line 101" in result.issues[0].message
+    assert not result.ok
+
+
+def test_gzip_exactly_at_the_expansion_limit_is_read(
+    tmp_path: Path, problems: list[Problem]
+) -> None:
+    data = json.dumps(GOOD).encode() + b"\n"
+    path = tmp_path / "samples.jsonl.gz"
+    path.write_bytes(gzip.compress(data))
+    assert read_samples(path, problems, max_expanded_bytes=len(data)).ok
+    assert not read_samples(path, problems, max_expanded_bytes=len(data) - 1).ok
+
+
+def test_expansion_limit_does_not_apply_to_plain_files(
+    write_lines: Callable[..., Path], problems: list[Problem]
+) -> None:
+    assert read_samples(write_lines([GOOD]), problems, max_expanded_bytes=10).ok

@@ -13,7 +13,6 @@ import shutil
 import socket
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,12 +71,9 @@ def listener() -> Iterator[LoopbackListener]:
     server = LoopbackListener()
     # The listener works: the host itself can reach it (that is the one connection a
     # test expects to find counted).
-    with socket.create_connection(("127.0.0.1", server.port), timeout=2):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60):
         pass
-    for _ in range(100):
-        if server.accepted:
-            break
-        threading.Event().wait(0.02)
+    assert server.wait_for_accepted(1), "the host could not reach its own listener"
     assert server.accepted == 1
     yield server
     server.close()

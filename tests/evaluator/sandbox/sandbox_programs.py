@@ -29,7 +29,11 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 REAL_BACKENDS = ("bwrap", "gvisor")
 
 LIMITS = SandboxLimits(
-    wall_seconds=4.0, cpu_seconds=3.0, memory_mb=256, processes=32,
+    # Time is far away: a hostile program ends by the limit or the event its test is
+    # about, never by the clock. On a busy machine a program here runs 3-5x slower (a
+    # fork in gVisor took 100 ms), and a 4 s limit decided outcomes. The tests about the
+    # time limits set their own.
+    wall_seconds=60.0, cpu_seconds=60.0, memory_mb=256, processes=32,
     output_bytes=1024 * 1024, file_size_mb=8, scratch_mb=32,
 )
 COMPILE_LIMITS = SandboxLimits(wall_seconds=60.0, cpu_seconds=60.0, memory_mb=1024,
@@ -270,11 +274,31 @@ class Sandbox:
     name: str
     session: RunnerSession
     decoys: Decoys
+    runner_deaths: int = 0
+    """Runners found ended by themselves when a job was due, and silently replaced by the
+    session. A runner the session ended on purpose (see `RunnerSession.run`) is not one."""
+
+    def ensure_runner(self) -> None:
+        """Start a runner now if the session has none, so a test can watch the very
+        sandbox (process, cgroup) that its next job runs in."""
+        self._note_death()
+        if not self.session.alive:
+            self.session.close()
+            self.session.start()
+
+    def _note_death(self) -> None:
+        process = self.session.process
+        if process is not None and process.poll() is not None:
+            self.runner_deaths += 1
+
+    def _run(self, job: dict[str, Any]) -> dict[str, Any]:
+        self._note_death()
+        return self.session.run(job)
 
     def python(self, code: str, **limits: Any) -> dict[str, Any]:
         job = {"kind": "python", "mode": "plain", "source": code,
                "limits": LIMITS.replace(**limits).to_dict()}
-        return self.session.run(job)
+        return self._run(job)
 
     def c(self, code: str, **limits: Any) -> dict[str, Any]:
         compile_limits = COMPILE_LIMITS.to_dict()
@@ -287,7 +311,7 @@ class Sandbox:
                 {"name": "run", "argv": ["./main"], "limits": LIMITS.replace(**limits).to_dict()},
             ],
         }
-        answer = self.session.run(job)
+        answer = self._run(job)
         compile_step = answer["steps"][0]
         assert compile_step["exit_code"] == 0, compile_step["stderr"]
         return answer
@@ -312,7 +336,7 @@ def status_of(answer: dict[str, Any]) -> str:
 
 
 class LoopbackListener:
-    """A TCP listener on 127.0.0.1 that counts the connections it accepts."""
+    """A TCP listener on 127.0.0.1 that counts the connections made to it."""
 
     def __init__(self) -> None:
         self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -321,6 +345,7 @@ class LoopbackListener:
         self.server.settimeout(0.2)
         self.port: int = self.server.getsockname()[1]
         self.accepted = 0
+        self._accepted_changed = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
@@ -331,8 +356,33 @@ class LoopbackListener:
                 connection, _ = self.server.accept()
             except OSError:
                 continue
-            self.accepted += 1
             connection.close()
+            with self._accepted_changed:
+                self.accepted += 1
+                self._accepted_changed.notify_all()
+
+    def wait_for_accepted(self, count: int, timeout: float = 60.0) -> bool:
+        """Wait until `count` connections were accepted; False if that never happened."""
+        with self._accepted_changed:
+            return self._accepted_changed.wait_for(lambda: self.accepted >= count, timeout)
+
+    def connections(self) -> int:
+        """Every connection made so far, accepted or still waiting in the backlog.
+
+        Stops serving first, so a connection the accepting thread has not reached yet is
+        counted too: no sleep needed to give it time. The listener accepts no more after.
+        """
+        self._stop.set()
+        self._thread.join()
+        self.server.setblocking(False)
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except BlockingIOError:
+                break
+            connection.close()
+            self.accepted += 1
+        return self.accepted
 
     def close(self) -> None:
         self._stop.set()

