@@ -71,6 +71,10 @@ class Profile:
     """HumanEval-X Go: import each helper package whose `name.` occurs anywhere in the
     generation's text, comments and strings included (CodeGeeX's rule), rather than the
     packages the code uses."""
+    input_time_limits: tuple[float, float] | None = None
+    """(factor, minimum seconds): each call-case input of a Python program is limited to
+    max(minimum, factor × the canonical solution's CPU time on it), as EvalPlus limits
+    each input; None: only the program's own limit."""
     postprocess: str = ""
     """The name of a text transformation in `POSTPROCESSORS`, applied before execution."""
     points: tuple[Point, ...] = ()
@@ -115,7 +119,7 @@ class Profile:
         """`result`'s verdict under this profile's limit and pass rule.
 
         The result must come from a program prepared under a profile with the same
-        text and flags (`same_program`) and must not need execution
+        text and flags (`rescoring._why_run_again`) and must not need execution
         (`needs_execution`); its `status` is the strict verdict the shared rules gave.
         """
         strict = _strict_status(result)
@@ -309,10 +313,15 @@ EVALPLUS = Profile(
     name="evalplus", version="1", title="evalplus/evalplus, base and plus inputs",
     reference="evalplus/evalplus evalplus/eval/__init__.py",
     time_limits={"*": 20.0},
+    input_time_limits=(4.0, 1.0),
     points=(
-        Point("limits", "Each input's time is limited by EvalPlus from the reference "
-                        "solution's (at least 1 s, 4 × its time); the whole program by "
-                        "20 s of CPU here."),
+        Point("limits", "Each input is limited to 4 × the canonical solution's time on "
+                        "it, and at least 1 s (EvalPlus's DEFAULT_GT_TIME_LIMIT_FACTOR and "
+                        "DEFAULT_MIN_TIME_LIMIT, evalplus/config.py); an input over its "
+                        "limit fails the sample as a timeout. EvalPlus times both on the "
+                        "wall clock; we time both in CPU seconds, in the same process, so "
+                        "the limit holds on a busy machine. The whole program: 20 s of "
+                        "CPU."),
         Point("flags", "None."),
         Point("pass", "Every base and plus input gives the expected output (floats "
                       "within the task's atol)."),
@@ -344,20 +353,6 @@ def get_profile(name: str) -> Profile:
 def default_profile(dataset: str) -> Profile:
     """The profile a dataset's numbers are published under."""
     return PROFILES[DATASET_DEFAULTS.get(dataset, "strict")]
-
-
-def same_program(a: Profile, b: Profile, language: str) -> bool:
-    """Whether the two profiles run the same program for a sample of `language`: the
-    same post-processing and, where the language has them, the same flags."""
-    return (_postprocess_for(a, language) == _postprocess_for(b, language)
-            and (language != "java" or a.java_assertions == b.java_assertions)
-            and (language != "go" or (a.go_vet, a.go_imports_by_text)
-                 == (b.go_vet, b.go_imports_by_text)))
-
-
-def _postprocess_for(profile: Profile, language: str) -> str:
-    applies = POSTPROCESS_LANGUAGES.get(profile.postprocess, ())
-    return profile.postprocess if language in applies else ""
 
 
 def run_facts(answer: Mapping[str, Any], cpu_limit_s: float) -> dict[str, Any]:

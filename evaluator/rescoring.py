@@ -85,6 +85,11 @@ def _why_run_again(sample: Sample, result: SampleResult, problems: Mapping[str, 
         return f"{profile.name} runs Java {'with' if profile.java_assertions else 'without'} -ea"
     if language == "go" and before.go_vet != profile.go_vet:
         return f"{profile.name} runs Go {'with' if profile.go_vet else 'without'} go vet"
+    if language == "go" and before.go_imports_by_text != profile.go_imports_by_text:
+        return f"{profile.name} chooses Go's helper imports another way"
+    if problem.call_cases and before.input_time_limits != profile.input_time_limits:
+        return (f"{profile.name} limits each input's time" if profile.input_time_limits
+                else f"{before.name}'s per-input time limits decided this verdict")
     return profile.needs_execution(result)
 
 

@@ -308,7 +308,8 @@ def judge(answer: dict[str, Any], language: str) -> Verdict:
 
     failing = next((t for t in tests if t.status != "passed"), None)
     if failing is not None:
-        verdict.status = "failed" if failing.status == "failed" else "error"
+        verdict.status = failing.status if failing.status in ("failed", "timeout") \
+            else "error"
         verdict.error_type = failing.error_type or "AssertionError"
         verdict.message = failing.message or ""
         return verdict

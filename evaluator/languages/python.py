@@ -18,6 +18,7 @@ from evaluator.languages.base import (
     RunOptions,
     program_hash,
 )
+from evaluator.profiles import get_profile
 from evaluator.records import CallCase, Problem, Sample
 
 CODEGEEX_HEADER = "".join(f"{line}\n" for line in (
@@ -102,8 +103,12 @@ class Python(Language):
                 "reference_source": reference,
                 "limits": limits,
             }
+            input_limits = get_profile(options.profile).input_time_limits
+            if input_limits and reference:
+                job["input_limits"] = {"factor": input_limits[0], "minimum": input_limits[1]}
             digest = program_hash("python-calls", program, reference,
-                                  repr(job["call_cases"]))
+                                  repr(job["call_cases"]),
+                                  *([repr(job["input_limits"])] if "input_limits" in job else []))
         else:
             program, first_line = self.build(problem, sample, options)
             job = {

@@ -9,6 +9,7 @@ installed, it is skipped with the reason.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -25,9 +26,9 @@ from evaluator.profiles import (
     get_profile,
     run_facts,
 )
-from evaluator.records import Problem, Sample, SampleResult
+from evaluator.records import CallCase, Problem, Sample, SampleResult
 from evaluator.rescoring import compare, rescore
-from evaluator.sandbox.base import SandboxLimits
+from evaluator.sandbox.base import SandboxError, SandboxLimits, get_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = SandboxLimits(wall_seconds=60, cpu_seconds=10, memory_mb=512)
@@ -318,3 +319,64 @@ def test_the_cli_compares_the_profiles_on_a_file(tmp_path):
     assert report["baseline"] == "humaneval"
     assert [p["name"] for p in report["profiles"]] == ["humaneval", "bigcode", "strict"]
     assert all(p["rejudged"] + p["executed_again"] == 1 for p in report["profiles"])
+
+
+# -- EvalPlus's per-input time limits ------------------------------------------------------
+
+# HumanEval+'s shape: the expected outputs come from the canonical solution.
+ADD_PLUS = Problem(
+    dataset="humanevalplus", task_id="HumanEval/0", language="python", natural_language="en",
+    prompt=ADD.prompt, entry_point="add", canonical_solution="    return a + b\n", test="",
+    call_cases=tuple(CallCase(index=i, args=(i, 1), group="base" if i < 2 else "plus")
+                     for i in range(3)),
+)
+# Right on every input, but about 1.5 s of CPU on the last one, and it tries to swallow
+# whatever interrupts it.
+SLOW_ON_ONE_INPUT = (
+    "    if a == 2:\n        import time\n        _end = time.process_time() + 1.5\n"
+    "        while time.process_time() < _end:\n            try:\n                pass\n"
+    "            except Exception:\n                pass\n"
+    "    return a + b\n")
+
+
+@pytest.mark.parametrize("backend", ["none", "bwrap", "gvisor"])
+def test_evalplus_limits_each_input_to_4x_the_canonical_solution_and_at_least_1s(backend):
+    # The per-input limit is a CPU-time alarm inside the program: every sandbox must
+    # deliver it.
+    if backend != "none":
+        try:
+            get_backend(backend)
+        except SandboxError as exc:
+            if os.environ.get("CI", "").lower() == "true":
+                pytest.fail(f"backend {backend} must work in CI: {exc}")
+            pytest.skip(f"backend {backend} is not available here: {exc}")
+    sample = _sample(SLOW_ON_ONE_INPUT)
+    options = RunOptions(limits=LIMITS, profile="evalplus")
+    with Engine(EngineConfig(backend=backend, workers=1, options=options)) as engine:
+        (evalplus,) = [e["result"] for e in engine.evaluate({ADD_PLUS.task_id: ADD_PLUS},
+                                                            [sample])
+                       if e["type"] == "sample_finished"]
+    assert evalplus.status == "timeout"
+    assert evalplus.error_type == "InputTimeout"
+    assert [t.status for t in evalplus.tests] == ["passed", "passed", "timeout"]
+    assert "at least 1 s" in evalplus.tests[2].message
+    # Without per-input limits, 1.5 s is well within the program's own limit.
+    (strict,) = _evaluate([sample], "strict", {ADD_PLUS.task_id: ADD_PLUS})
+    assert strict.status == "passed"
+
+
+def test_a_fast_candidate_passes_under_evalplus_input_limits():
+    (result,) = _evaluate([_sample(RIGHT)], "evalplus", {ADD_PLUS.task_id: ADD_PLUS})
+    assert result.status == "passed"
+    assert [t.status for t in result.tests] == ["passed"] * 3
+
+
+def test_rescoring_into_evalplus_runs_call_case_programs_again():
+    sample = _sample(SLOW_ON_ONE_INPUT)
+    problems = {ADD_PLUS.task_id: ADD_PLUS}
+    (strict,) = _evaluate([sample], "strict", problems)
+    rescored = rescore([sample], [strict], problems, get_profile("evalplus"),
+                       lambda profile: _engine(profile.name))
+    assert rescored.executed == 1
+    assert list(rescored.reasons) == ["evalplus limits each input's time"]
+    assert rescored.results[0].status == "timeout"

@@ -250,4 +250,5 @@ def _why_undecided(profile: Profile, judged_by: Profile, result: SampleResult,
         return (f"{profile.name}'s post-processing changes this text, so it runs another "
                 "program")
     return profile.needs_execution(result) or (
-        f"{profile.name} runs this program with other flags (Java's -ea, Go's vet)")
+        f"{profile.name} runs this program another way (Java's -ea, Go's vet or "
+        "imports, EvalPlus's per-input time limits)")

