@@ -176,6 +176,8 @@ class Language(ABC):
         sandbox: SandboxInfo,
     ) -> SampleResult:
         verdict = judge(answer, self.name)
+        if not verdict.finished:
+            verdict.tests += never_ran(answer.get("records", []), verdict.tests)
         return SampleResult(
             task_id=sample.task_id,
             completion_id=sample.index,
@@ -338,6 +340,37 @@ def judge(answer: dict[str, Any], language: str) -> Verdict:
         verdict.message = f"the program exited with status {run.get('exit_code')}"
         return verdict
     return verdict
+
+
+def never_ran(records: list[dict[str, Any]], reported: list[TestOutcome]) -> list[TestOutcome]:
+    """The tests of the program's plan that reported nothing, as `not_run` outcomes.
+
+    A program that stops early (a timeout, a crash, `exit()` in the middle) reports only
+    the tests it reached; the plan says which exist: assertion sites (`sites`, each a
+    source text and line, matched by the records' `site`) or call-case inputs (`cases`,
+    a count, matched by index). So "1 of 7 tests passed", not "1 of 1"."""
+    plan = next((r for r in records if r.get("kind") == "plan"), None)
+    if plan is None:
+        return []
+    tests = [r for r in records if r.get("kind") == "test"]
+    missing: list[TestOutcome] = []
+    after = max((t.index for t in reported), default=-1) + 1
+    if isinstance(plan.get("sites"), list):
+        seen = {r.get("site") for r in tests}
+        for number, site in enumerate(plan["sites"]):
+            if number not in seen:
+                missing.append(TestOutcome(
+                    index=after + len(missing), source=str(site.get("source", "")),
+                    status="not_run", line=site.get("line"), message=NOT_RUN))
+    elif isinstance(plan.get("cases"), int):
+        seen = {r.get("index") for r in tests}
+        missing = [TestOutcome(index=number, source=f"input #{number}", status="not_run",
+                               message=NOT_RUN)
+                   for number in range(plan["cases"]) if number not in seen]
+    return missing
+
+
+NOT_RUN = "never ran: the program stopped before reaching it"
 
 
 def outcome_from_record(record: dict[str, Any]) -> TestOutcome:

@@ -141,6 +141,9 @@ def normalise_records(context: dict[str, Any], answer: dict[str, Any]) -> dict[s
     if whole:
         records = [r for r in records if r.get("kind") not in ("test", "done")]
         records.extend(whole_program_records(answer, whole))
+    elif sites:
+        records.insert(0, {"kind": "plan", "sites": [
+            {"source": site["source"], "line": site["line"]} for site in sites]})
     return {**answer, "records": records}
 
 

