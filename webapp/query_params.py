@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from functools import wraps
 from typing import Any
 
@@ -17,6 +18,14 @@ from django.shortcuts import render
 
 MAX_PARAM_LENGTH = 200
 _ID_SEPARATORS = re.compile(r"[,\s]+")
+_read: ContextVar[set[str] | None] = ContextVar("query_params_read", default=None)
+"""The parameters the current view has read, while `handles_bad_query` watches."""
+
+
+def _note(name: str) -> None:
+    read = _read.get()
+    if read is not None:
+        read.add(name)
 
 
 class BadQuery(ValueError):
@@ -29,6 +38,7 @@ class BadQuery(ValueError):
 
 
 def _raw(params: QueryDict, name: str) -> str | None:
+    _note(name)
     value = params.get(name)
     if value is None:
         return None
@@ -79,6 +89,7 @@ def query_text(params: QueryDict, name: str) -> str:
 def query_ids(params: QueryDict, name: str, *, limit: int) -> list[int]:
     """Ids given as repeated parameters or comma-separated (`?with=2&with=3`, `?with=2,3`),
     in the order given, without repeats."""
+    _note(name)
     ids: list[int] = []
     for value in params.getlist(name):
         if len(value) > MAX_PARAM_LENGTH:
@@ -101,13 +112,25 @@ View = Callable[..., HttpResponse]
 
 
 def handles_bad_query(view: View) -> View:
-    """Turn a `BadQuery` raised anywhere in the view into a 400 page naming the parameter."""
+    """Turn a `BadQuery` raised anywhere in the view into a 400 page naming the parameter,
+    and answer a page that did not read one of the URL's parameters (a typo, or a filter
+    of another page) with a 400 too, rather than silently showing the unfiltered view."""
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        read: set[str] = set()
+        token = _read.set(read)
         try:
-            return view(request, *args, **kwargs)
+            response = view(request, *args, **kwargs)
         except BadQuery as error:
             return bad_query_response(request, error)
+        finally:
+            _read.reset(token)
+        unknown = sorted(set(request.GET) - read)
+        if unknown and response.status_code == 200:
+            takes = ", ".join(sorted(read)) or "no parameters"
+            return bad_query_response(request, BadQuery(
+                unknown[0], f"this page does not take {unknown[0]!r}; it takes: {takes}"))
+        return response
 
     return wrapper

@@ -28,3 +28,8 @@ STORAGES = {
 }
 # WhiteNoise warns about a missing folder; tests never collect static files.
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405
+# Eager tasks run inside a test's transaction, which the heartbeat thread's own database
+# connection cannot see: its renewal finds no chunk and reports the lease lost. On a busy
+# machine a chunk outlived the first renewal (LEASE_SECONDS / 6) and its run never
+# finished. Tests of leases set a short lease themselves, on committed data.
+LEASE_SECONDS = 3600

@@ -82,6 +82,17 @@ def test_bad_run_page_parameters_get_a_clear_400(personas, runs, query):
     assert "<b>" not in response.content.decode()
 
 
+@pytest.mark.parametrize("path", ["/runs/{a}/", "/runs/{a}/samples/", "/problems/",
+                                  "/leaderboard/"])
+def test_a_parameter_the_page_does_not_take_gets_a_400_naming_it(personas, runs, path):
+    client = client_for(personas.owner)
+    url = path.format(a=runs.a.pk)
+    assert client.get(url).status_code == 200
+    response = client.get(url + "?sotr=task")  # a typo of sort
+    assert response.status_code == 400
+    assert "sotr" in response.content.decode()
+
+
 def test_run_page_queries_do_not_grow_with_the_run(personas, runs, make_run):
     from tests.webapp.support import RIGHT_0
 
