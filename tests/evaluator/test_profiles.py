@@ -9,7 +9,6 @@ installed, it is skipped with the reason.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,8 @@ from evaluator.profiles import (
 )
 from evaluator.records import CallCase, Problem, Sample, SampleResult
 from evaluator.rescoring import compare, rescore
-from evaluator.sandbox.base import SandboxError, SandboxLimits, get_backend
+from evaluator.sandbox.base import SandboxLimits
+from tests.backends import require_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMITS = SandboxLimits(wall_seconds=60, cpu_seconds=10, memory_mb=512)
@@ -344,12 +344,7 @@ def test_evalplus_limits_each_input_to_4x_the_canonical_solution_and_at_least_1s
     # The per-input limit is a CPU-time alarm inside the program: every sandbox must
     # deliver it.
     if backend != "none":
-        try:
-            get_backend(backend)
-        except SandboxError as exc:
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail(f"backend {backend} must work in CI: {exc}")
-            pytest.skip(f"backend {backend} is not available here: {exc}")
+        require_backend(backend)
     sample = _sample(SLOW_ON_ONE_INPUT)
     options = RunOptions(limits=LIMITS, profile="evalplus")
     with Engine(EngineConfig(backend=backend, workers=1, options=options)) as engine:

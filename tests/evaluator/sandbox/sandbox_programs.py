@@ -10,7 +10,6 @@ attacker would.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import socket
 import sqlite3
@@ -19,11 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from evaluator.languages.base import judge
-from evaluator.sandbox.base import SandboxError, SandboxLimits, get_backend
+from evaluator.sandbox.base import SandboxLimits
 from evaluator.sandbox.session import RunnerSession
+from tests.backends import backend_reason, require_backend  # noqa: F401 - for the test modules
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 REAL_BACKENDS = ("bwrap", "gvisor")
@@ -38,30 +36,6 @@ LIMITS = SandboxLimits(
 )
 COMPILE_LIMITS = SandboxLimits(wall_seconds=60.0, cpu_seconds=60.0, memory_mb=1024,
                                processes=32, file_size_mb=64, scratch_mb=32)
-
-_availability: dict[str, str | None] = {}
-
-
-def backend_reason(name: str) -> str | None:
-    """None when backend `name` works here, else why not (probed once per process)."""
-    if name not in _availability:
-        try:
-            get_backend(name)
-            _availability[name] = None
-        except SandboxError as exc:
-            _availability[name] = str(exc)
-    return _availability[name]
-
-
-def require_backend(name: str) -> None:
-    reason = backend_reason(name)
-    if reason is None:
-        return
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"backend {name} must work in CI: {reason}")
-    pytest.skip(f"backend {name} is not available here: {reason}")
-
-
 
 PY_PRELUDE = '''
 import ctypes, errno, json, os, posix, socket, sys, time
