@@ -28,7 +28,7 @@ RUN apt-get update \
       nodejs npm \
       golang-go golang-github-stretchr-testify-dev \
       rustc cargo librust-rand-dev librust-regex-dev librust-md5-dev \
-      bubblewrap runsc \
+      bubblewrap python3-seccomp runsc \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

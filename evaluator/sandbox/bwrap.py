@@ -12,15 +12,25 @@ paths and the language's toolchain (`rootfs.build_view`), a size-limited tmpfs s
 a read-only `/dev`, and the environment of the `LaunchSpec` only. The runner is PID 1 of
 its namespace: a program cannot signal it, and after each job it kills everything else.
 What bwrap does not do is stand between the program and the host kernel: every system
-call reaches the real kernel (gVisor's job).
+call reaches the real kernel (gVisor's job). Two kernel features narrow that surface
+(docs/sandbox.md, "The standard level"):
+- a seccomp allowlist (`seccomp_filter`), which bwrap applies to the whole sandbox before
+  it starts the runner: the calls the toolchains need pass, the rest fail with EPERM. It
+  is not optional: without it the backend does not offer itself;
+- Landlock, where the kernel has it: each program the runner starts may read the view
+  and write only the scratch (`runtime/landlock.py`). A kernel without it is reported in
+  `describe()`, and the mounts alone decide.
 """
 
 from __future__ import annotations
 
+import ctypes
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from evaluator.sandbox.base import Backend, LaunchSpec, register
 from evaluator.sandbox.rootfs import (
@@ -31,10 +41,27 @@ from evaluator.sandbox.rootfs import (
     build_view,
     runner_environment,
 )
+from evaluator.sandbox.seccomp_filter import FilterUnavailable, compiled_filter
 
 SANDBOX_PYTHON = "/usr/bin/python3"
 """The system's Python: readable by nobody and inside the read-only view, unlike a
 pyenv under /root."""
+SECCOMP_FD = 3
+"""The descriptor at which bwrap reads the compiled filter."""
+WITH_FILTER = f'filter=$1; shift; exec "$@" {SECCOMP_FD}<"$filter"'
+"""Opens the filter at fd 3 for the command that follows (setpriv, then bwrap): the fd
+lives exactly as long as the launch, whoever starts it (a session, a probe)."""
+LANDLOCK_CREATE_RULESET = 444
+LANDLOCK_CREATE_RULESET_VERSION = 1
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 without Landlock."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    version = libc.syscall(ctypes.c_long(LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
+                           ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
+    return max(int(version), 0)
 
 
 @register
@@ -49,7 +76,19 @@ class BwrapBackend(Backend):
             return "setpriv is missing (Debian package: util-linux), and bwrap must not run as root"
         if not os.access(SANDBOX_PYTHON, os.X_OK):
             return f"{SANDBOX_PYTHON} is missing (Debian package: python3)"
+        try:
+            compiled_filter()
+        except FilterUnavailable as exc:
+            return f"the system-call filter cannot be built: {exc}"
         return self.try_launch(timeout=30)
+
+    def describe(self) -> dict[str, Any]:
+        abi = landlock_abi()
+        return {
+            "backend": self.name,
+            "seccomp": {"filter": compiled_filter().name, "default": "EPERM"},
+            "landlock": {"active": abi > 0, "abi": abi or None},
+        }
 
     def python(self) -> str:
         return SANDBOX_PYTHON
@@ -65,7 +104,9 @@ class BwrapBackend(Backend):
         view = build_view(spec, workdir / "etc")
         (workdir / "etc").chmod(0o755)
 
-        argv: list[str] = []
+        # Built (or found in the cache) before anything starts; raises if it cannot be.
+        argv: list[str] = ["/bin/sh", "-c", WITH_FILTER, "evaluator-seccomp",
+                           str(compiled_filter())]
         if os.geteuid() == 0:
             argv += [
                 "setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}", "--clear-groups",
@@ -77,6 +118,7 @@ class BwrapBackend(Backend):
             "--die-with-parent", "--new-session", "--as-pid-1",
             "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID),
             "--hostname", "sandbox",
+            "--seccomp", str(SECCOMP_FD),
         ]
         for target, link in view.links:
             argv += ["--symlink", target, link]
@@ -94,7 +136,14 @@ class BwrapBackend(Backend):
             "--chdir", SCRATCH,
             "--clearenv",
         ]
-        env = runner_environment(spec, EVALUATOR_PID_NAMESPACE="1")
+        # What Landlock lets each program reach: the view and /proc to read; the scratch
+        # and any writable mount (a build cache) to write.
+        landlock_paths = {
+            "read": sorted({target for _, target, _ in view.binds} | {"/proc"}),
+            "write": [SCRATCH, *(target for _, target, rw in view.binds if rw)],
+        }
+        env = runner_environment(spec, EVALUATOR_PID_NAMESPACE="1",
+                                 EVALUATOR_LANDLOCK=json.dumps(landlock_paths))
         for key, value in env.items():
             argv += ["--setenv", key, value]
         return [*argv, "--", *spec.argv]
