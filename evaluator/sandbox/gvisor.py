@@ -18,15 +18,19 @@ overlay lives in host memory without a bound. Instead each runner gets a bundle:
 
 Memory and processes are also bounded from the host by the session's cgroup, around
 `runsc` and everything it starts (`--ignore-cgroups` keeps runsc from making its own).
-Debian's runsc (2022) offers the `ptrace` platform (no `systrap`; `kvm` hangs here).
+The platform is `systrap` when this runsc has it (trixie's 2024 build, which CI and the
+image install pinned), else `ptrace` (bookworm's 2022 build); `kvm` hangs on this machine
+kind with both. docs/sandbox.md, "Where gVisor's time goes", has the measurements.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -42,12 +46,48 @@ from evaluator.sandbox.rootfs import (
 )
 
 SANDBOX_PYTHON = "/usr/bin/python3"
-PLATFORM = os.environ.get("EVALUATOR_RUNSC_PLATFORM", "ptrace")
+RUNSC = os.environ.get("EVALUATOR_RUNSC", "runsc")
+"""The runsc binary: another build can be tried without installing it."""
+PLATFORM_OVERRIDE = os.environ.get("EVALUATOR_RUNSC_PLATFORM", "")
+"""A platform for runsc to use instead of the one `platform()` picks."""
 RUNNER_CAPABILITIES = [
     "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN", "CAP_KILL", "CAP_DAC_OVERRIDE",
     "CAP_FOWNER",
 ]
 _ids = itertools.count()
+
+
+@functools.cache
+def _flags() -> str:
+    """What this runsc's `runsc flags` lists (empty when it cannot say)."""
+    try:
+        listing = subprocess.run(
+            [RUNSC, "flags"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return listing.stdout + listing.stderr
+
+
+def platform() -> str:
+    """`systrap` where this runsc has it (builds from mid-2023 on), else `ptrace`.
+
+    Each system call and page fault of the program is a trap into the Sentry; `ptrace`
+    makes each one a round of ptrace stops and host context switches, `systrap` a
+    signal handled in the program's own thread and a shared-memory hand-off.
+    """
+    if PLATFORM_OVERRIDE:
+        return PLATFORM_OVERRIDE
+    return "systrap" if "systrap" in _flags() else "ptrace"
+
+
+def file_access_flags() -> list[str]:
+    """Keep every file access in the Gofer, as older builds always did.
+
+    Builds from 2023 on default to `directfs`, where the Sentry opens host files itself;
+    files are then no longer reached only through the separate Gofer, which is one of
+    the layers docs/sandbox.md counts on. It cost nothing measurable to keep it.
+    """
+    return ["--directfs=false"] if "-directfs" in _flags() else []
 
 
 @register
@@ -62,7 +102,7 @@ class GvisorBackend(Backend):
     keeps_host_tasks = True
 
     def probe(self) -> str | None:
-        if shutil.which("runsc") is None:
+        if shutil.which(RUNSC) is None:
             return "gVisor is not installed (Debian package: runsc)"
         if os.geteuid() != 0:
             return "runsc needs root to build its sandbox here (rootless OCI runs are not used)"
@@ -109,11 +149,12 @@ class GvisorBackend(Backend):
         (bundle / "config.json").write_text(json.dumps(config, indent=1))
         container = f"evaluator-{os.getpid()}-{next(_ids)}"
         return [
-            "runsc",
+            RUNSC,
             "--root", str(workdir / "state"),
             "--ignore-cgroups",
             "--network=none",
-            f"--platform={PLATFORM}",
+            f"--platform={platform()}",
+            *file_access_flags(),
             "run", "--bundle", str(bundle), container,
         ]
 

