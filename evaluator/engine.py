@@ -365,7 +365,8 @@ class Engine:
     def _execute(self, unit: _Unit,
                  on_progress: Callable[[dict[str, Any]], None] | None = None) -> SampleResult:
         options = self.config.options
-        sandbox = SandboxInfo(backend=self.backend.name, limits=options.limits.to_dict())
+        sandbox = SandboxInfo(backend=self.backend.name, limits=options.limits.to_dict(),
+                              level=self.backend.level, chosen=self.backend.chosen)
         first = unit.samples[0][1]
         answer = self._build_and_run(unit, on_progress)
         if isinstance(answer, SampleResult):
@@ -448,10 +449,10 @@ class Engine:
             except RunnerDied as exc:
                 last_error = str(exc)
             except SandboxError as exc:
-                return _sandbox_failure(first, unit, str(exc), self.backend.name, self.config)
+                return _sandbox_failure(first, unit, str(exc), self.backend, self.config)
         return _sandbox_failure(
             first, unit, f"the program stopped its sandboxed runner twice ({last_error})",
-            self.backend.name, self.config,
+            self.backend, self.config,
         )
 
 
@@ -489,11 +490,12 @@ def _unrunnable(sample: Sample, problem: Problem, message: str) -> SampleResult:
                         language=problem.language)
 
 
-def _sandbox_failure(sample: Sample, unit: _Unit, message: str, backend: str,
+def _sandbox_failure(sample: Sample, unit: _Unit, message: str, backend: Backend,
                      config: EngineConfig) -> SampleResult:
     return SampleResult(
         task_id=sample.task_id, completion_id=sample.index, status="sandbox_error",
         program_hash=unit.prepared.program_hash, error_type="SandboxError", message=message,
-        sandbox=SandboxInfo(backend=backend, limits=config.options.limits.to_dict()),
+        sandbox=SandboxInfo(backend=backend.name, limits=config.options.limits.to_dict(),
+                            level=backend.level, chosen=backend.chosen),
         dataset_version=unit.problem.dataset_version, language=unit.language.name,
     )

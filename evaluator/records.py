@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-HARNESS_VERSION = "1.1.0"
+HARNESS_VERSION = "1.2.0"
 """Bumped whenever a change can alter a verdict; part of every result-cache key."""
 
 Status = Literal[
@@ -140,6 +140,11 @@ class TestOutcome:
 class SandboxInfo:
     backend: str
     limits: dict[str, Any]
+    level: str = ""
+    """The isolation level (`strict`, `standard`, `none`); "" in results made before
+    levels existed."""
+    chosen: str = ""
+    """How the level was chosen: "requested", or `auto`'s reason with its measurements."""
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,9 @@ class SampleResult:
         fields["tests"] = tuple(TestOutcome.from_dict(t) for t in data.get("tests", ()))
         fields["suspicious"] = tuple(data.get("suspicious", ()))
         if data.get("sandbox"):
-            fields["sandbox"] = SandboxInfo(**data["sandbox"])
+            known = SandboxInfo.__dataclass_fields__
+            fields["sandbox"] = SandboxInfo(**{k: v for k, v in data["sandbox"].items()
+                                               if k in known})
         return cls(**fields)
 
 

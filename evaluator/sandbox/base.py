@@ -1,4 +1,4 @@
-"""The sandbox interface: limits, backends, and the registry that `auto` chooses from.
+"""The sandbox interface: limits, backends, and the registry that levels and `auto` use.
 
 A backend knows one thing: how to launch a command (our job runner) inside its
 isolation. Everything per-sample (fork, limits, scratch directory, output caps, the
@@ -18,7 +18,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from evaluator.sandbox.calibration import Decision
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 """Standard-library-only files that run inside the sandbox (the runner, the harnesses)."""
@@ -115,7 +118,7 @@ class Backend(ABC):
 
     name: ClassVar[str]
     strength: ClassVar[int]
-    """`auto` prefers the working backend with the highest strength."""
+    """Informational; the order of the levels (`levels.LEVELS`) is what `auto` follows."""
     memory_overhead_mb: ClassVar[int] = 64
     """Memory the sandbox itself uses besides the program: added to the cgroup limit."""
     isolated: ClassVar[bool] = True
@@ -131,6 +134,16 @@ class Backend(ABC):
     @abstractmethod
     def command(self, spec: LaunchSpec) -> list[str]:
         """The host command that starts `spec.argv` inside this backend."""
+
+    chosen: str = "requested"
+    """How this backend came to be used: "requested" by name, or `auto`'s reason."""
+
+    @property
+    def level(self) -> str:
+        """The isolation level this backend provides (`levels.LEVELS`)."""
+        from evaluator.sandbox.levels import level_of_backend
+
+        return level_of_backend(self.name)
 
     def python(self) -> str:
         """The interpreter the runner uses inside this backend."""
@@ -173,6 +186,7 @@ class Backend(ABC):
 
 _REGISTRY: dict[str, type[Backend]] = {}
 _auto_choice: Backend | None = None
+_auto_decision: Decision | None = None
 _auto_reasons: dict[str, str] = {}
 _auto_lock = threading.Lock()
 
@@ -199,36 +213,75 @@ def _load_backends() -> None:
             continue
 
 
-def get_backend(name: str = "auto") -> Backend:
-    """The backend called `name`, or for `auto` the strongest one that works here.
+def _probe(backend_name: str) -> tuple[Backend | None, str | None]:
+    cls = _REGISTRY.get(backend_name)
+    if cls is None:
+        return None, "its module could not be imported"
+    backend = cls()
+    reason = backend.probe()
+    return (backend, None) if reason is None else (None, reason)
 
-    `auto` tries each backend once per process and caches the choice.
+
+def get_backend(name: str = "auto") -> Backend:
+    """The backend of level or backend `name` (`levels.get_level`), or for `auto` the
+    level `calibration.decide` picks here. The backend's `chosen` says which way.
+
+    `auto` probes each backend and decides once per process; the calibration it may
+    need is cached per machine.
     """
-    global _auto_choice
+    from evaluator.sandbox.levels import AUTO, get_level
+
+    global _auto_choice, _auto_decision
     _load_backends()
-    if name != "auto":
-        if name not in _REGISTRY:
-            known = ", ".join(sorted(_REGISTRY))
-            raise SandboxError(f"unknown sandbox backend {name!r}; choose one of: auto, {known}")
-        backend = _REGISTRY[name]()
-        reason = backend.probe()
-        if reason is not None:
-            raise SandboxError(f"sandbox backend {name!r} does not work here: {reason}")
+    if name != AUTO:
+        try:
+            level = get_level(name)
+        except ValueError as exc:
+            raise SandboxError(str(exc)) from None
+        backend, reason = _probe(level.backend)
+        if backend is None:
+            raise SandboxError(f"sandbox {name!r} ({level.name}: the {level.backend} backend) "
+                               f"does not work here: {reason}")
         return backend
     with _auto_lock:
         if _auto_choice is None:
-            for cls in sorted(_REGISTRY.values(), key=lambda c: -c.strength):
-                candidate = cls()
-                reason = candidate.probe()
-                if reason is None:
-                    _auto_choice = candidate
-                    break
-                _auto_reasons[cls.name] = reason
-            if _auto_choice is None:
+            from evaluator.sandbox.calibration import decide
+
+            working, unavailable = probe_levels()
+            for name, reason in unavailable.items():
+                _auto_reasons[get_level(name).backend] = reason
+            if not working:
                 raise SandboxError("no sandbox backend works here")
+            decision = decide(working, unavailable)
+            choice = working[decision.level]
+            choice.chosen = decision.reason
+            _auto_decision = decision
+            _auto_choice = choice
         return _auto_choice
 
 
+def probe_levels() -> tuple[dict[str, Backend], dict[str, str]]:
+    """Every level's backend tried once: (working backends, why the others fail), by level."""
+    from evaluator.sandbox.levels import LEVELS
+
+    _load_backends()
+    working: dict[str, Backend] = {}
+    unavailable: dict[str, str] = {}
+    for level in LEVELS:
+        backend, reason = _probe(level.backend)
+        if backend is not None:
+            working[level.name] = backend
+        else:
+            unavailable[level.name] = reason or "unknown"
+    return working, unavailable
+
+
 def auto_reasons() -> dict[str, str]:
-    """Why `auto` passed over each stronger backend (empty until `auto` has chosen)."""
+    """Why `auto` could not use each backend it passed over, by backend name (empty
+    until `auto` has chosen)."""
     return dict(_auto_reasons)
+
+
+def auto_decision() -> Decision | None:
+    """`auto`'s decision in this process, with its measurements (None until it chose)."""
+    return _auto_decision

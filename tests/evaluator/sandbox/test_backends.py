@@ -14,10 +14,16 @@ from evaluator.sandbox.gvisor import GvisorBackend
 from evaluator.sandbox.session import RunnerSession
 
 
-def test_auto_chooses_the_strongest_backend_that_works() -> None:
+def test_auto_uncalibrated_chooses_the_strongest_backend_that_works(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Calibrated, `auto` weighs speed too (tests/evaluator/sandbox/test_levels.py).
     working = [name for name in ("gvisor", "bwrap") if backend_reason(name) is None]
     if not working:
         pytest.skip("no real backend works here")
+    monkeypatch.setenv("EVALUATOR_AUTO_CALIBRATION", "off")
+    monkeypatch.setattr(base, "_auto_choice", None)
+    monkeypatch.setattr(base, "_auto_decision", None)
     assert get_backend("auto").name == working[0]
     assert get_backend("auto") is get_backend("auto")  # tried once, then cached
 
