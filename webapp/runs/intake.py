@@ -47,25 +47,28 @@ def upload_was_too_large(request: HttpRequest) -> bool:
 
 def intake_file(
     *, user: AbstractBaseUser, uploaded: UploadedFile, dataset: Dataset, sanitize: bool,
-    profile: str = "",
+    profile: str = "", allow_language_mismatch: bool = False,
 ) -> Intake:
-    """Stage and check an uploaded file. On any error the staged copy is already deleted.
+    """Stage and check an uploaded file. On any error the staged copy is already deleted,
+    except a language mismatch alone, which the user may still confirm.
     `profile` "" is the dataset's own reference harness."""
     path, sha256, size = stage_uploaded_file(uploaded)
     return intake_staged(user=user, path=path, file_name=uploaded.name or path.name,
                          sha256=sha256, size=size, dataset=dataset, sanitize=sanitize,
-                         profile=profile)
+                         profile=profile, allow_language_mismatch=allow_language_mismatch)
 
 
 def intake_staged(
     *, user: AbstractBaseUser, path: Path, file_name: str, sha256: str, size: int,
-    dataset: Dataset, sanitize: bool, profile: str = "",
+    dataset: Dataset, sanitize: bool, profile: str = "", allow_language_mismatch: bool = False,
 ) -> Intake:
     check = upload_check(path=path, file_name=file_name, sha256=sha256, size=size,
                          dataset=dataset,
-                         options=EvaluationOptions(sanitize=sanitize, profile=profile))
+                         options=EvaluationOptions(sanitize=sanitize, profile=profile),
+                         allow_language_mismatch=allow_language_mismatch)
     if not check.ok:
-        discard_staged(path)
+        if not check.only_language_mismatch:
+            discard_staged(path)
         return Intake(check=check, issues=check.issues)
     duplicate = find_duplicate_run(user=user, fingerprint=check.fingerprint)
     if duplicate is not None:

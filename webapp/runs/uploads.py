@@ -20,6 +20,7 @@ from django.core import signing
 from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandler
 
+from evaluator.language_check import LANGUAGE_NAMES, LanguageCheck, check_language
 from evaluator.profiles import default_profile, get_profile
 from evaluator.records import HARNESS_VERSION
 from evaluator.samples import FileIssue, SampleFile, read_samples
@@ -62,14 +63,16 @@ class Issue:
     code: str
     message: str
     severity: str = "error"
+    column: int | None = None
 
     @classmethod
     def of(cls, issue: FileIssue) -> Issue:
-        return cls(issue.line, issue.field, issue.code, issue.message, issue.severity)
+        return cls(issue.line, issue.field, issue.code, issue.message, issue.severity,
+                   issue.column)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "field": self.field, "code": self.code,
-                "message": self.message, "severity": self.severity}
+        return {"line": self.line, "column": self.column, "field": self.field,
+                "code": self.code, "message": self.message, "severity": self.severity}
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,10 @@ class UploadCheck:
     options: dict[str, Any]
     issues: tuple[Issue, ...] = ()
     parsed: SampleFile | None = field(default=None, repr=False)
+    language: LanguageCheck | None = field(default=None, repr=False)
+    """What the generations parse as (`evaluator.language_check`), once the file reads."""
+    suggested: Dataset | None = None
+    """The variant of the dataset in the language the generations look like, if stored."""
 
     @property
     def errors(self) -> tuple[Issue, ...]:
@@ -132,6 +139,12 @@ class UploadCheck:
     @property
     def ok(self) -> bool:
         return self.parsed is not None and not self.errors
+
+    @property
+    def only_language_mismatch(self) -> bool:
+        """True when the file is sound but for looking like another language: then it
+        may still go on, once the user confirms (`allow_language_mismatch`)."""
+        return bool(self.errors) and all(i.code == "wrong_language" for i in self.errors)
 
     @property
     def fingerprint(self) -> str:
@@ -165,7 +178,7 @@ def has_accepted_suffix(name: str) -> bool:
 
 def upload_check(
     *, path: Path, file_name: str, sha256: str, size: int, dataset: Dataset,
-    options: EvaluationOptions,
+    options: EvaluationOptions, allow_language_mismatch: bool = False,
 ) -> UploadCheck:
     options = options.for_dataset(dataset)
     base = UploadCheck(path=path, file_name=file_name, sha256=sha256, size=size,
@@ -189,7 +202,40 @@ def upload_check(
     )
     if parsed.ok and not parsed.samples:
         issues.append(Issue(None, None, "empty_file", "The file holds no samples."))
-    return UploadCheck(**{**base.__dict__, "issues": tuple(issues), "parsed": parsed})
+    language = suggested = None
+    if not any(issue.severity == "error" for issue in issues):
+        language = check_language(problems, parsed.samples, language=dataset.language)
+        suggested = _variant(dataset, language.detected) if language.detected else None
+        issues.extend(_language_issues(language, dataset, suggested, allow_language_mismatch))
+    return UploadCheck(**{**base.__dict__, "issues": tuple(issues), "parsed": parsed,
+                          "language": language, "suggested": suggested})
+
+
+def _variant(dataset: Dataset, language: str) -> Dataset | None:
+    """The newest stored dataset like `dataset` but in `language`."""
+    return (Dataset.objects.filter(name=dataset.name, variant=dataset.variant,
+                                   natural_language=dataset.natural_language,
+                                   language=language)
+            .order_by("-imported_at", "-pk").first())
+
+
+def _language_issues(language: LanguageCheck, dataset: Dataset, suggested: Dataset | None,
+                     allowed: bool) -> list[Issue]:
+    if language.fits:
+        return []
+    message = language.message()
+    if language.detected is None:
+        return [Issue(None, None, "language_unclear", message, "warning")]
+    name = LANGUAGE_NAMES[language.detected]
+    if allowed:
+        return [Issue(None, None, "wrong_language",
+                      f"{message} Evaluating against {dataset.key} anyway, as asked.", "warning")]
+    instead = (f"Evaluate against {suggested.key} (dataset {suggested.pk}) instead, or confirm"
+               if suggested is not None else
+               f"No {name} variant of {dataset.name} is stored here; confirm")
+    return [Issue(None, None, "wrong_language",
+                  f"{message} {instead} to evaluate against {dataset.key} anyway "
+                  "(`allow_language_mismatch`).")]
 
 
 def _with(base: UploadCheck, issue: Issue) -> UploadCheck:

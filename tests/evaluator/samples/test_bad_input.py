@@ -201,11 +201,13 @@ def test_line_exactly_at_the_limit_is_accepted(
 def test_stops_after_max_issues_and_says_so(
     write_lines: Callable[..., Path], problems: list[Problem]
 ) -> None:
-    path = write_lines(["not json"] * 50)
+    # A file that starts well: each bad line is listed (a file of nothing but garbage
+    # gets one summary instead, see test_unreadable_file_gets_one_summary).
+    path = write_lines([json.dumps(GOOD), *["not json"] * 50])
     result = read_samples(path, problems, max_issues=10)
     assert len(result.issues) == 11
     assert result.issues[-1].code == "too_many_issues"
-    assert result.issues[-1].line == 11
+    assert result.issues[-1].line == 12
     assert "10 issues" in result.issues[-1].message
 
 
