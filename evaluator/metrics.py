@@ -427,3 +427,337 @@ def statistically_tied(a_low: float, a_high: float, b_low: float, b_high: float)
         if not low <= high:  # also catches NaN
             raise MetricError(f"not an interval: [{low}, {high}]")
     return a_low <= b_high and b_low <= a_high
+
+
+# -- many runs over the same problems -------------------------------------------------------
+BoolArray = npt.NDArray[np.bool_]
+EXACT_SIGN_FLIPS_UP_TO = 16
+"""Pairs with at most this many differing problems get the exact sign-flip distribution
+(2^16 sign vectors); beyond it, Monte Carlo sign flips."""
+
+
+@dataclass(frozen=True)
+class ManyRuns:
+    """R runs compared on the P problems they all have. Arrays are indexed by run in the
+    order given (rows and columns of the matrices alike); `diff[i, j]` is pass@1 of run i
+    minus pass@1 of run j, and so are its interval and p-values (symmetric)."""
+
+    labels: tuple[str, ...]
+    task_ids: tuple[str, ...]
+    left_out: tuple[int, ...]
+    """Per run: its problems that not every run has, left out of every number."""
+    rates: FloatArray
+    """P x R: per-problem pass@1 (c / n) of each run."""
+    pass1: FloatArray
+    low: FloatArray
+    high: FloatArray
+    diff: FloatArray
+    diff_low: FloatArray
+    diff_high: FloatArray
+    p_values: FloatArray
+    p_holm: FloatArray
+    test: str
+    """"mcnemar" (every run has one sample per problem) or "sign-flip"."""
+    separated: BoolArray
+    ranks: tuple[int, ...]
+    order: tuple[int, ...]
+    """Run indices from the highest pass@1 down (ties by the order given)."""
+    confidence: float
+    alpha: float
+
+
+@dataclass(frozen=True)
+class SeparatingProblem:
+    task_id: str
+    spread: float
+    """Highest minus lowest pass@1 among the top runs on this problem."""
+    rates: tuple[float, ...]
+    """pass@1 of each top run on this problem, in the order of `top`."""
+    top: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SeedVariance:
+    """The variance of one seed's pass@1 split as in a two-way random-effects ANOVA.
+
+    `seed` estimates how much pass@1 moves from seed to seed with the problems held fixed,
+    `problem` how much it would move if another set of problems of the same kind were drawn;
+    `total` is their sum, the variance of a single seed's pass@1 when both are random.
+    """
+
+    seeds: int
+    problems: int
+    pass1: float
+    seed: float
+    problem: float
+    residual: float
+    """Mean square of the seed x problem interaction (sampling noise per problem)."""
+
+    @property
+    def total(self) -> float:
+        return self.seed + self.problem
+
+    @property
+    def seed_share(self) -> float:
+        return self.seed / self.total if self.total > 0 else 0.0
+
+
+def holm_adjust(p_values: npt.ArrayLike) -> FloatArray:
+    """Holm's step-down adjusted p-values, in the order given.
+
+    With the m p-values sorted ascending, p_(i) becomes max_{j <= i} min(1, (m - j + 1) p_(j)).
+    Rejecting the hypotheses whose adjusted p is at most alpha is exactly Holm's procedure at
+    level alpha, which controls the family-wise error rate under any dependence.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1:
+        raise MetricError(f"p-values must be one-dimensional, got shape {p.shape}")
+    if not np.all((p >= 0.0) & (p <= 1.0)):  # also catches NaN
+        raise MetricError("p-values must lie in [0, 1]")
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted = np.empty(m, dtype=np.float64)
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted
+
+
+def _sign_flip_exact(nonzero: FloatArray, observed: float) -> float:
+    m = nonzero.size
+    signs = ((np.arange(2**m)[:, None] >> np.arange(m)) & 1) * 2.0 - 1.0
+    totals = np.abs(signs @ nonzero)
+    return float(np.mean(totals >= observed * (1.0 - 1e-9) - 1e-12))
+
+
+def sign_flip_p(
+    differences: npt.ArrayLike, *, permutations: int = 10_000, seed: int = 0
+) -> float:
+    """Two-sided paired sign-flip (permutation) p-value for a zero mean difference.
+
+    Under the null hypothesis the two runs' scores on each problem are exchangeable, so each
+    per-problem difference is as likely to have either sign; the statistic is |sum of the
+    differences|. With at most `EXACT_SIGN_FLIPS_UP_TO` non-zero differences every sign
+    vector is enumerated (an exact p); otherwise `permutations` random ones are drawn and
+    p = (1 + hits) / (1 + permutations), which is never 0 and is a valid p-value. On 0/1
+    verdicts the exact version is McNemar's exact test.
+    """
+    (p,) = _sign_flip_many(_score_vector(differences)[:, None], permutations, seed)
+    return float(p)
+
+
+def _sign_flip_many(differences: FloatArray, permutations: int, seed: int) -> FloatArray:
+    """`sign_flip_p` of each column of `differences` (problems x pairs); the Monte Carlo
+    columns share one set of random sign vectors."""
+    if _as_int(permutations, "permutations") < 1:
+        raise MetricError(f"permutations must be at least 1, got {permutations}")
+    observed = np.abs(differences.sum(axis=0))
+    nonzero = differences != 0.0
+    counts = nonzero.sum(axis=0)
+    p = np.ones(differences.shape[1], dtype=np.float64)
+    sampled = np.flatnonzero(counts > EXACT_SIGN_FLIPS_UP_TO)
+    for column in np.flatnonzero((counts > 0) & (counts <= EXACT_SIGN_FLIPS_UP_TO)):
+        values = differences[nonzero[:, column], column]
+        p[column] = _sign_flip_exact(values, float(observed[column]))
+    if sampled.size:
+        problems = differences.shape[0]
+        # Random bytes unpacked into bits: one draw per eight signs, several times faster
+        # than drawing each sign as an integer.
+        packed = np.random.default_rng(seed).integers(
+            0, 256, size=(permutations, (problems + 7) // 8), dtype=np.uint8)
+        bits = np.unpackbits(packed, axis=1, count=problems)
+        signs = bits.astype(np.float64) * 2.0 - 1.0
+        totals = np.abs(signs @ differences[:, sampled])
+        hits = (totals >= observed[sampled] * (1.0 - 1e-9) - 1e-12).sum(axis=0)
+        p[sampled] = (1.0 + hits) / (1.0 + permutations)
+    return p
+
+
+def rank_with_ties(pass1: npt.ArrayLike, separated: npt.ArrayLike) -> tuple[int, ...]:
+    """Competition ranks (1, 1, 3, ...) in which runs that are not separated share a rank.
+
+    Runs are put in order of pass@1, highest first. A rank boundary falls between positions
+    k and k + 1 only when every run at or above k is separated from every run below it; the
+    runs between two boundaries form a tie group, and each gets 1 + the number of runs in
+    the groups above. So two runs that are not separated always share a rank, and two runs
+    with different ranks are separated from each other. The price is chaining: if A beats C
+    but B is separated from neither, all three share a rank.
+    """
+    scores = np.asarray(pass1, dtype=np.float64)
+    apart = np.asarray(separated, dtype=bool)
+    count = scores.size
+    if apart.shape != (count, count):
+        raise MetricError(f"separation matrix must be {count}x{count}, got {apart.shape}")
+    order = np.argsort(-scores, kind="stable")
+    in_order = apart[np.ix_(order, order)]
+    ranks = np.empty(count, dtype=np.int64)
+    group_start = 0
+    for position in range(count):
+        if position and in_order[:position, position:].all():
+            group_start = position
+        ranks[order[position]] = group_start + 1
+    return tuple(int(rank) for rank in ranks)
+
+
+def _check_runs(
+    runs: Mapping[str, Mapping[str, tuple[int, int]]],
+) -> tuple[list[str], list[str], list[int], IntArray, IntArray]:
+    labels = list(runs)
+    if len(labels) < 2:
+        raise MetricError(f"comparing runs needs at least 2 runs, got {len(labels)}")
+    shared = set(runs[labels[0]])
+    for label in labels[1:]:
+        shared &= runs[label].keys()
+    task_ids = sorted(shared)
+    if not task_ids:
+        raise MetricError("the runs share no task ids")
+    left_out = [len(runs[label]) - len(task_ids) for label in labels]
+    raw = [[runs[label][task_id] for label in labels] for task_id in task_ids]
+    try:
+        counts = np.asarray(raw)
+    except (TypeError, ValueError, OverflowError):
+        counts = np.empty(0)
+    # numpy would read True as 1; as in `_as_int`, a bool count is a caller bug.
+    if counts.ndim == 3 and any(isinstance(value, bool | np.bool_)
+                                for row in raw for pair in row for value in pair):
+        counts = np.empty(0)
+    if counts.ndim != 3 or counts.shape[2] != 2 or not np.issubdtype(counts.dtype, np.integer):
+        raise MetricError("every run must give (n, c) as two integers per task id")
+    n: IntArray = counts[:, :, 0].astype(np.int64)
+    c: IntArray = counts[:, :, 1].astype(np.int64)
+    bad = np.argwhere((n < 1) | (c < 0) | (c > n))
+    if bad.size:
+        row, column = (int(i) for i in bad[0])
+        try:
+            _check_counts(int(n[row, column]), int(c[row, column]))
+        except MetricError as error:
+            raise MetricError(f"{labels[column]}, {task_ids[row]}: {error}") from None
+    return labels, task_ids, left_out, n, c
+
+
+def compare_many(
+    runs: Mapping[str, Mapping[str, tuple[int, int]]],
+    *,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+    resamples: int = 2000,
+    permutations: int = 10_000,
+    seed: int = 0,
+) -> ManyRuns:
+    """Every pair of R runs, compared on the problems all of them have; `runs` maps a label
+    to {task id: (n, c)}, as in `paired_comparison`.
+
+    pass@1 per problem is c / n. Intervals are percentile bootstraps over problems, one set
+    of resamples for every run and every pair (so with two runs they equal
+    `paired_comparison`'s). p-values: McNemar's exact test when every run has one sample per
+    problem (then it equals `paired_comparison`'s), else the sign-flip test on the
+    per-problem differences (`sign_flip_p`), which keeps the fractional scores instead of
+    thresholding them. Holm's correction runs over the R(R-1)/2 pairs. Two runs are
+    separated when their Holm-adjusted p is below `alpha` and the interval of their
+    difference excludes 0; `rank_with_ties` turns that into ranks.
+    """
+    _check_bootstrap(confidence, resamples)
+    if not 0.0 < alpha < 1.0:
+        raise MetricError(f"alpha must be strictly between 0 and 1, got {alpha}")
+    labels, task_ids, left_out, n, c = _check_runs(runs)
+    count = len(labels)
+    rates: FloatArray = c / n
+    means = _bootstrap_means(rates, resamples, seed)
+    low, high = _percentiles(means, confidence)
+    first, second = np.triu_indices(count, k=1)
+    pair_low, pair_high = _percentiles(means[:, first] - means[:, second], confidence)
+    pass1 = rates.mean(axis=0)
+    greedy = bool(np.all(n == 1))
+    if greedy:
+        passed = c.astype(np.int64)
+        only = passed.T @ (1 - passed)  # only[i, j]: problems i passes and j fails
+        pair_p = np.array([mcnemar_exact_p(int(only[i, j]), int(only[j, i]))
+                           for i, j in zip(first, second, strict=True)], dtype=np.float64)
+    else:
+        pair_p = _sign_flip_many(rates[:, first] - rates[:, second], permutations, seed)
+    pair_holm = holm_adjust(pair_p)
+
+    def square(upper: FloatArray, lower: FloatArray, diagonal: float) -> FloatArray:
+        matrix = np.full((count, count), diagonal, dtype=np.float64)
+        matrix[first, second] = upper
+        matrix[second, first] = lower
+        return matrix
+
+    diff = pass1[:, None] - pass1[None, :]
+    diff_low = square(pair_low, -pair_high, 0.0)
+    diff_high = square(pair_high, -pair_low, 0.0)
+    p_values = square(pair_p, pair_p, 1.0)
+    p_holm = square(pair_holm, pair_holm, 1.0)
+    separated = (p_holm < alpha) & ((diff_low > 0.0) | (diff_high < 0.0))
+    ranks = rank_with_ties(pass1, separated)
+    order = tuple(int(i) for i in np.argsort(-pass1, kind="stable"))
+    return ManyRuns(
+        labels=tuple(labels), task_ids=tuple(task_ids), left_out=tuple(left_out),
+        rates=rates, pass1=pass1, low=low, high=high, diff=diff, diff_low=diff_low,
+        diff_high=diff_high, p_values=p_values, p_holm=p_holm,
+        test="mcnemar" if greedy else "sign-flip", separated=separated, ranks=ranks,
+        order=order, confidence=confidence, alpha=alpha,
+    )
+
+
+def separating_problems(
+    comparison: ManyRuns, *, top: int | None = None, limit: int | None = None
+) -> list[SeparatingProblem]:
+    """The problems on which the top runs disagree most, most disagreement first.
+
+    The top runs are the first `top` runs in order of pass@1; by default the tie group of
+    rank 1, or the best two runs when one run leads alone. A problem's disagreement is the
+    highest minus the lowest pass@1 among them (ties: the larger variance, then task id);
+    problems on which they all agree are left out.
+    """
+    count = len(comparison.labels)
+    if top is None:
+        top = max(2, sum(1 for rank in comparison.ranks if rank == 1))
+    top = _as_int(top, "top")
+    if not 2 <= top <= count:
+        raise MetricError(f"top must be between 2 and {count}, got {top}")
+    chosen = list(comparison.order[:top])
+    rates = comparison.rates[:, chosen]
+    spread = rates.max(axis=1) - rates.min(axis=1)
+    variance = rates.var(axis=1)
+    rows = sorted(
+        (index for index in range(rates.shape[0]) if spread[index] > 0.0),
+        key=lambda index: (-spread[index], -variance[index], comparison.task_ids[index]),
+    )
+    if limit is not None:
+        rows = rows[: _as_int(limit, "limit")]
+    return [
+        SeparatingProblem(task_id=comparison.task_ids[index], spread=float(spread[index]),
+                          rates=tuple(float(rate) for rate in rates[index]), top=tuple(chosen))
+        for index in rows
+    ]
+
+
+def seed_variance(seeds: Mapping[str, Mapping[str, tuple[int, int]]]) -> SeedVariance:
+    """Split the variance of one model's pass@1 into a seed part and a problem part.
+
+    `seeds` maps each seed's run to {task id: (n, c)}; the S seeds are compared on the P
+    problems they all have. With x[s, p] = c / n of seed s on problem p, the model
+    x[s, p] = mu + a_s + b_p + e_sp (seed, problem, and interaction effects, all random)
+    gives the two-way ANOVA mean squares MS_seed = P * var_s(row means),
+    MS_problem = S * var_p(column means) and MS_resid (sample variances with ddof = 1), with
+    E[MS_seed] = s2_e + P s2_a, E[MS_problem] = s2_e + S s2_b, E[MS_resid] = s2_e.
+    A single seed's pass@1 (the mean of a row) then has variance s2_a + s2_e / P from the
+    seed, estimated without bias by MS_seed / P (the variance of the seeds' pass@1), and
+    s2_b / P from the problems, estimated by max(0, MS_problem - MS_resid) / (S P).
+    """
+    _, _, _, n, c = _check_runs(seeds)
+    x: FloatArray = c / n
+    problems, count = x.shape
+    if problems < 2:
+        raise MetricError("the seed split needs at least 2 shared problems")
+    seed_means = x.mean(axis=0)
+    problem_means = x.mean(axis=1)
+    grand = float(x.mean())
+    ms_seed = problems * float(np.sum((seed_means - grand) ** 2)) / (count - 1)
+    ms_problem = count * float(np.sum((problem_means - grand) ** 2)) / (problems - 1)
+    residual = x - seed_means[None, :] - problem_means[:, None] + grand
+    ms_resid = float(np.sum(residual**2)) / ((count - 1) * (problems - 1))
+    return SeedVariance(
+        seeds=count, problems=problems, pass1=grand, seed=ms_seed / problems,
+        problem=max(0.0, ms_problem - ms_resid) / (count * problems), residual=ms_resid,
+    )

@@ -1,5 +1,5 @@
-"""Comparison pages: pick runs, two runs paired, one problem side by side, and a baseline
-against several runs. Every run goes through `get_run_for_user`."""
+"""Comparison pages: pick runs, two runs paired, one problem side by side, a baseline
+against several runs, and many runs ranked. Every run goes through `get_run_for_user`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from django.utils.http import urlencode
 from evaluator.records import STATUSES
 from webapp.benchmarks.highlight import highlight
 from webapp.benchmarks.selectors import problem_by_number
+from webapp.compare.many import MAX_RUNS, CannotCompare, many_runs_comparison
 from webapp.compare.selectors import (
     CELL_NAMES,
     CELLS,
@@ -125,3 +126,22 @@ def compare_baseline(request: HttpRequest, base: int) -> HttpResponse:
         "chosen": ids,
         "chart_data": {"curves": run_curves(runs=[run, *others])},
     })
+
+
+@handles_bad_query
+def compare_many(request: HttpRequest) -> HttpResponse:
+    """Up to `MAX_RUNS` runs named in `?runs=`: the matrix, the ranking, the separating
+    problems. Runs the user may not see are refused like unknown ids (a 400 naming the
+    first); runs that exist but cannot be compared as a set get the page with the reason."""
+    ids = query_ids(request.GET, "runs", limit=MAX_RUNS)
+    chosen = visible_runs_by_id(user=request.user, ids=ids, parameter="runs")
+    context = {"chosen": ids, "runs": finished_runs(user=request.user, limit=200),
+               "max_runs": MAX_RUNS, "comparison": None, "error": ""}
+    if not ids:
+        return render(request, "compare/compare_many.html", context)
+    try:
+        context["comparison"] = many_runs_comparison(runs=chosen)
+    except CannotCompare as exc:
+        context["error"] = str(exc)
+        return render(request, "compare/compare_many.html", context, status=400)
+    return render(request, "compare/compare_many.html", context)

@@ -1,0 +1,157 @@
+"""Server time of the many-runs comparison for 6 runs x 164 problems x 100 samples.
+
+Builds (once; later calls reuse the database under --work) six finished runs on HumanEval
+straight into the database: a run row, 100 sample rows per problem with their verdicts, and
+the per-problem scores the aggregation step would have stored. Nothing is evaluated: the
+page reads only the stored scores, so synthetic verdicts time the same work. Pass rates
+follow per-problem difficulties shared by every run plus a per-run skill, and three of the
+runs are seeds of one model, so the page draws the seed split too.
+
+Then it times the page in-process with Django's test client (routing, queries, statistics
+and template rendering; no network): a warm-up request, then the median and the maximum of
+--repeats requests. The goal is a median under 500 ms.
+
+    python bench/compare_many_bench.py [--repeats 10] [--work var/compare-many-bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.common import load_average  # noqa: E402
+
+TARGET_MS = 500.0
+SAMPLES = 100
+PLANS = [  # name, model, seed, skill shift
+    ("coder-a seed 0", "coder-a", 0, 0.00),
+    ("coder-a seed 1", "coder-a", 1, 0.01),
+    ("coder-a seed 2", "coder-a", 2, -0.01),
+    ("coder-b", "coder-b", None, 0.05),
+    ("coder-c", "coder-c", None, -0.10),
+    ("coder-d", "coder-d", None, 0.06),
+]
+
+
+def configure(work: Path) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "webapp.settings"
+    os.environ["WORKBENCH_VAR_DIR"] = str(work / "var")
+    (work / "var" / "staticfiles").mkdir(parents=True, exist_ok=True)
+    os.environ["CELERY_TASK_ALWAYS_EAGER"] = "1"
+    os.environ.pop("REDIS_URL", None)
+    os.environ["DATABASE_URL"] = f"sqlite:///{work / 'compare-many.sqlite3'}"
+
+
+def build_runs() -> list[Any]:
+    import numpy as np
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.db import transaction
+
+    from evaluator.datasets import load_dataset
+    from webapp.benchmarks.models import ProblemVariant
+    from webapp.benchmarks.services import dataset_import
+    from webapp.runs.models import Chunk, ProblemResult, Run, Sample
+    from webapp.teams.services import user_sign_up
+
+    call_command("migrate", "--no-input", "-v", "0")
+    user = User.objects.filter(username="bench").first() or user_sign_up(
+        username="bench", password="bench-password-123")
+    existing = list(Run.objects.filter(owner=user, name__in=[p[0] for p in PLANS],
+                                       status=Run.Status.FINISHED).order_by("pk"))
+    if len(existing) == len(PLANS):
+        return existing
+    dataset = dataset_import(loaded=load_dataset(), source="package:humaneval").dataset
+    variants = list(ProblemVariant.objects.filter(dataset=dataset).select_related("problem")
+                    .order_by("problem__number"))
+    rng = np.random.default_rng(164)
+    difficulty = rng.beta(0.8, 0.6, size=len(variants))
+    runs = []
+    for number, (name, model, seed, shift) in enumerate(PLANS):
+        start = time.perf_counter()
+        with transaction.atomic():
+            run = Run.objects.create(
+                owner=user, team=user.teams.first(), visibility=Run.Visibility.PUBLIC,
+                name=name, model_name=model,
+                model_meta={"seed": seed} if seed is not None else {}, dataset=dataset,
+                file_name=f"{name}.jsonl", file_sha256=f"{number:064x}", file_size=1,
+                file_layout="completion", fingerprint=f"bench-{number:058x}",
+                harness_version="bench", status=Run.Status.FINISHED,
+                samples_total=len(variants) * SAMPLES, done_count=len(variants) * SAMPLES)
+            chunk = Chunk.objects.create(run=run, index=0, language="python",
+                                         sample_count=len(variants) * SAMPLES,
+                                         status=Chunk.Status.DONE)
+            rates = np.clip(difficulty + shift, 0.0, 1.0)
+            passed = rng.binomial(SAMPLES, rates)
+            samples, results = [], []
+            for variant, c in zip(variants, passed.tolist(), strict=True):
+                task = variant.problem.task_id
+                for index in range(SAMPLES):
+                    status = "passed" if index < c else "failed"
+                    samples.append(Sample(
+                        run=run, chunk=chunk, variant=variant, task_id=task,
+                        source_task_id=task, index=index, position=len(samples),
+                        line=len(samples) + 1, raw="    pass\n", completion="    pass\n",
+                        status=status))
+                results.append(ProblemResult(
+                    run=run, problem=variant.problem, task_id=task, n=SAMPLES, c=c,
+                    counts={"passed": c, "failed": SAMPLES - c},
+                    pass_at_k={"1": c / SAMPLES}))
+            Sample.objects.bulk_create(samples, batch_size=2000)
+            ProblemResult.objects.bulk_create(results)
+            run.passed_count = int(passed.sum())
+            run.failed_count = run.samples_total - run.passed_count
+            run.save(update_fields=["passed_count", "failed_count"])
+        print(f"  {name}: {run.samples_total} samples in {time.perf_counter() - start:.1f} s",
+              flush=True)
+        runs.append(run)
+    return runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--work", default=str(REPO / "var" / "compare-many-bench"))
+    args = parser.parse_args()
+    configure(Path(args.work).resolve())
+
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    print(f"load average before: {load_average()}", flush=True)
+    runs = build_runs()
+    client = Client()
+    client.force_login(User.objects.get(username="bench"))
+    path = "/compare/many/?runs=" + ",".join(str(run.pk) for run in runs)
+    response = client.get(path)  # warm-up: connections, templates
+    if response.status_code != 200:
+        raise SystemExit(f"{path}: HTTP {response.status_code}")
+    times = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        response = client.get(path)
+        times.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, response.status_code
+    median = statistics.median(times)
+    print(f"load average after: {load_average()}")
+    print(f"{len(runs)} runs x 164 problems x {SAMPLES} samples · {path}")
+    print(f"server time: median {median:.1f} ms, max {max(times):.1f} ms over {args.repeats} "
+          f"requests · target {TARGET_MS:.0f} ms: {'ok' if median < TARGET_MS else 'OVER'}")
+    if median >= TARGET_MS:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
