@@ -14,6 +14,7 @@ from typing import Any
 
 import dj_database_url
 
+from evaluator.sandbox.levels import SANDBOX_CHOICES
 from webapp.env import (
     env_bool,
     env_choice,
@@ -166,7 +167,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 # -- evaluation ---------------------------------------------------------------------------
-EVALUATOR_SANDBOX = env_choice("EVALUATOR_SANDBOX", "auto", ("auto", "none", "bwrap", "gvisor"))
+EVALUATOR_SANDBOX = env_choice("EVALUATOR_SANDBOX", "auto", SANDBOX_CHOICES)
+"""A level (strict, standard, none), a backend name, or auto (`evaluator.sandbox.levels`)."""
 EVALUATOR_WORKERS = env_int("EVALUATOR_WORKERS", 1, minimum=1)
 """Programs one chunk task runs at a time; scale out with worker processes instead."""
 EVALUATOR_TIMEOUT_SECONDS = env_float("EVALUATOR_TIMEOUT_SECONDS", 10.0, minimum=0.1)
@@ -180,6 +182,8 @@ LEASE_SECONDS = env_int("WORKBENCH_LEASE_SECONDS", 30, minimum=5)
 sixth of this; once the lease has passed without a renewal, the sweeper takes the work back."""
 SWEEP_SECONDS = env_float("WORKBENCH_SWEEP_SECONDS", 10.0, minimum=1.0)
 """How often the sweeper (`runs.sweep`, on Celery beat) looks for lost work."""
+DELETED_RUN_DAYS = env_int("WORKBENCH_DELETED_RUN_DAYS", 30, minimum=0)
+"""Days a deleted run can be restored by its owner; then the sweeper purges it."""
 LIVE_RECONCILE_SECONDS = env_float("WORKBENCH_LIVE_RECONCILE_SECONDS", 10.0, minimum=0.5)
 """How often a live websocket compares what it sent with the database, and sends what the
 channel layer dropped."""

@@ -129,6 +129,15 @@
     const node = $("run-status");
     node.textContent = status.charAt(0).toUpperCase() + status.slice(1);
     node.className = "status status-" + status;
+    const duration = $("duration");
+    if (status === "running" && duration && !duration.textContent.startsWith("running")) {
+      duration.textContent = "running";  // the exact figure comes with the reload
+    }
+    if (["finished", "cancelled", "failed"].includes(status)) {
+      const label = $("pass1-label");
+      if (label) label.textContent = "pass@1";
+      if (duration && duration.textContent.startsWith("running")) duration.textContent = status;
+    }
   }
 
   function showScores(values) {
@@ -180,7 +189,7 @@
     link.href = window.location.pathname;
     $("live-state").replaceChildren(document.createTextNode("· " + status + " — "), link);
     $("running").replaceChildren();
-    const cancel = document.getElementById("cancel-form");
+    const cancel = document.getElementById("cancel-link");
     if (cancel) cancel.remove();  // Re-run appears with the reload.
     if (socket) socket.close();
   }

@@ -40,7 +40,8 @@ def test_a_long_line_scrolls_inside_its_pane_at_800_px(page: Any, site: LiveSite
     path = write_jsonl(site.work / "long-line.jsonl",
                        [{"task_id": "HumanEval/0", "completion": LONG}])
     run = _upload(site.stack, site.token, path, dataset="humaneval/python/en",
-                  name="long line", model_name="long-7b")
+                  name="long line", model_name="long-7b",
+                  visibility="private")  # off the shared public leaderboard
     _wait_finished(site.stack, site.token, [run])
     page.set_viewport_size({"width": 800, "height": 900})
     page.goto(f"/compare/{site.alpha}/{run}/problems/0/?canonical=1")

@@ -70,6 +70,10 @@ def test_upload_then_watch_live_progress_reach_100_percent(page: Any, site: Live
     gate.touch()  # the page watches: let the programs go on
     page.wait_for_selector(".live-tests .dot", timeout=60_000)
     screenshot(page, "run_live", full_page=False)
+    # While it runs, the summary says so (never "not started") and the pass@1 is a
+    # running one.
+    assert page.locator("#duration").inner_text().startswith("running")
+    assert page.locator("#pass1-label").inner_text() == "running pass@1"
     page.wait_for_function(
         "document.getElementById('progress-text').textContent.trim() === '3 / 3'",
         timeout=60_000)
@@ -79,6 +83,10 @@ def test_upload_then_watch_live_progress_reach_100_percent(page: Any, site: Live
     assert page.evaluate("window.__liveTests") >= 1, "a running sample's tests were shown"
     assert page.locator("#log .log-entry").count() == 3
     assert _texts(page, '#counts [data-status="passed"]') == ["3"]
+    assert page.locator("#pass1-label").inner_text() == "pass@1"
+    page.reload()
+    assert page.locator("#pass1-label").inner_text() == "pass@1"
+    assert page.locator("#duration").inner_text().endswith(" s")
 
 
 def test_pass_at_k_chart_is_drawn(page: Any, site: LiveSite):

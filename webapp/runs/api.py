@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from webapp.benchmarks.selectors import dataset_list
 from webapp.runs.forms import UploadForm
 from webapp.runs.intake import intake_file, too_large_issue, upload_was_too_large
+from webapp.runs.lifecycle import duplicate_answer
 from webapp.runs.selectors import get_run_for_user, run_result_lines, run_summary
 from webapp.runs.services import run_create
 from webapp.runs.uploads import discard_staged
@@ -39,16 +40,16 @@ def runs_create(request: HttpRequest) -> HttpResponse:
                              "fields": form.errors.get_json_data()}, status=400)
     data = form.cleaned_data
     intake = intake_file(user=request.user, uploaded=data["file"], dataset=data["dataset"],
-                         sanitize=data["sanitize"], profile=data["profile"])
+                         sanitize=data["sanitize"], profile=data["profile"],
+                         allow_language_mismatch=data["allow_language_mismatch"])
     if intake.duplicate is not None:
-        return JsonResponse({
-            "error": "duplicate",
-            "message": "This file was already evaluated on this dataset with these options.",
-            "run": {"id": intake.duplicate.pk, "url": intake.duplicate.get_absolute_url(),
-                    "api_url": f"/api/runs/{intake.duplicate.pk}"},
-        }, status=409)
+        return JsonResponse(duplicate_answer(user=request.user, run=intake.duplicate,
+                                             team=data["team"], visibility=data["visibility"]),
+                            status=409)
     check = intake.check
     if check is None or not intake.ok:
+        if check is not None:
+            discard_staged(check.path)
         return _issues(intake.issues, 400, "The file cannot be evaluated; see `issues`.")
     coverage = check.coverage_dict()
     warnings = [issue.to_dict() for issue in check.warnings]

@@ -123,6 +123,16 @@ class RunConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                     return
             await self._send_durable(event)
 
+    async def run_access(self, message: dict[str, Any]) -> None:
+        """The run was deleted, moved or made private: a viewer who may no longer see it is
+        disconnected (`lifecycle` sends this)."""
+        assert self.run is not None
+        try:
+            await database_sync_to_async(_visible_run)(self.scope.get("user"), self.run.pk)
+        except Http404:
+            self.ended = True
+            await self.close(code=CLOSE_NOT_ALLOWED)
+
     async def _send_durable(self, event: DurableEvent) -> None:
         await self.send_json(event)
         self.sent_seq = event["seq"]

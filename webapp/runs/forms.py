@@ -19,6 +19,20 @@ from webapp.teams.models import Team
 from webapp.teams.selectors import teams_for_user
 
 
+def model_meta_from_text(text: str) -> dict[str, Any]:
+    """The model metadata field: empty, or a JSON object."""
+    text = text.strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise forms.ValidationError(f"Not valid JSON: {exc.msg}.") from None
+    if not isinstance(value, dict):
+        raise forms.ValidationError("Give a JSON object, like {\"temperature\": 0.8}.")
+    return value
+
+
 class UploadForm(forms.Form):
     file = forms.FileField(
         # An empty file reaches the checker, which says so in the same words as other issues.
@@ -52,6 +66,14 @@ class UploadForm(forms.Form):
             "and prose around the code are cleaned up; text that is already valid Python is "
             "never changed and no line of the function's code is deleted. The run page then "
             "says how many samples and verdicts sanitizing changed."
+        ),
+    )
+
+    allow_language_mismatch = forms.BooleanField(
+        required=False, label="Evaluate even if the generations look like another language",
+        help_text=(
+            "The file is checked by parsing a few completions: generations that parse as "
+            "another language than the dataset's are refused unless this is ticked."
         ),
     )
 
@@ -95,16 +117,7 @@ class UploadForm(forms.Form):
         return team
 
     def clean_model_meta(self) -> dict[str, Any]:
-        text = (self.cleaned_data.get("model_meta") or "").strip()
-        if not text:
-            return {}
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc.msg}.") from None
-        if not isinstance(value, dict):
-            raise forms.ValidationError("Give a JSON object, like {\"temperature\": 0.8}.")
-        return value
+        return model_meta_from_text(self.cleaned_data.get("model_meta") or "")
 
     def clean_visibility(self) -> str:
         return self.cleaned_data.get("visibility") or Run.Visibility.TEAM
@@ -138,3 +151,32 @@ def profile_help_text(dataset_names: list[str]) -> str:
 
 class ConfirmForm(forms.Form):
     token = forms.CharField(widget=forms.HiddenInput)
+    allow_language_mismatch = forms.BooleanField(
+        required=False, label="I know; evaluate against this dataset anyway")
+    use_dataset = forms.CharField(required=False, widget=forms.HiddenInput)
+    """The id of the variant the check suggested, to evaluate against it instead."""
+
+
+class RunEditForm(forms.Form):
+    """The run page's edit form. The team is checked against the editor's teams by
+    `lifecycle.clean_edit`, which also reports errors for the API."""
+
+    name = forms.CharField(max_length=200)
+    model_name = forms.CharField(max_length=200, required=False, label="Model")
+    model_meta = forms.CharField(
+        required=False, label="Model metadata (JSON object)",
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": '{"temperature": 0.8}'}),
+    )
+    team = forms.CharField(label="Team")
+    visibility = forms.ChoiceField(choices=Run.Visibility.choices)
+
+    def __init__(self, *args: Any, user: AbstractBaseUser, run: Run, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        teams = list(teams_for_user(user=user))
+        choices = [(t.slug, t.name) for t in teams]
+        if run.team_id not in {t.pk for t in teams}:
+            choices.insert(0, (run.team.slug, run.team.name))
+        self.fields["team"].widget = forms.Select(choices=choices)
+
+    def clean_model_meta(self) -> dict[str, Any]:
+        return model_meta_from_text(self.cleaned_data.get("model_meta") or "")

@@ -94,6 +94,13 @@ class Run(models.Model):
         default=0, help_text="How many times lost work of this run was taken back and resumed."
     )
     recovered_at = models.DateTimeField(null=True, blank=True)
+    retracted_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it was taken off the leaderboards; empty if on."
+    )
+    deleted_at = models.DateTimeField(
+        null=True, blank=True, db_index=True,
+        help_text="When it was deleted: hidden everywhere, restorable until it is purged.",
+    )
 
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -139,6 +146,39 @@ class Run(models.Model):
     @property
     def profile_recorded(self) -> bool:
         return bool(self.options.get("profile"))
+
+
+class RunChange(models.Model):
+    """One change made to a run after upload (`webapp.runs.lifecycle`): who, when, what
+    from and to. The values are kept as text, as they were shown when the change was made."""
+
+    class Field(models.TextChoices):
+        VISIBILITY = "visibility", "Visibility"
+        TEAM = "team", "Team"
+        NAME = "name", "Name"
+        MODEL_NAME = "model_name", "Model"
+        MODEL_META = "model_meta", "Model metadata"
+        LEADERBOARD = "leaderboard", "Leaderboards"
+        DELETED = "deleted", "Deleted"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="changes")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    actor_name = models.CharField(
+        max_length=150, help_text="The actor's username then, kept if the account goes."
+    )
+    field = models.CharField(max_length=20, choices=Field.choices)
+    before = models.TextField(blank=True)
+    after = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run_id", "-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.field} of run {self.run_id}: {self.before!r} -> {self.after!r}"
 
 
 class Chunk(models.Model):

@@ -21,6 +21,7 @@ from django.utils.http import urlencode
 
 from evaluator.records import STATUSES
 from evaluator.sandbox.base import wall_backstop
+from evaluator.sandbox.levels import level_of_backend
 from webapp.benchmarks.models import Dataset, Problem
 from webapp.query_params import BadQuery
 from webapp.runs.diffs import CharDiff, char_diff
@@ -38,9 +39,14 @@ stored too; this keeps a page readable)."""
 class RunFacts:
     samples_per_task: str
     sandbox: str
+    """One line: the level and backend and how they were chosen, or that nobody knows yet."""
     limits: dict[str, Any]
     duration_seconds: float | None
     largest_k: int
+    sandbox_level: str = ""
+    sandbox_backend: str = ""
+    sandbox_chosen: str = ""
+    """"requested", or `auto`'s reason; "" for results made before levels existed."""
 
 
 def run_facts(*, run: Run) -> RunFacts:
@@ -59,13 +65,23 @@ def run_facts(*, run: Run) -> RunFacts:
         limits = {"cpu_seconds": timeout,
                   "wall_seconds": wall_backstop(float(timeout)) if timeout else None,
                   "memory_mb": run.options.get("memory_mb")}
-    backend = run.sandbox_backend or (
-        sandbox.get("backend") if isinstance(sandbox, dict) else run.options.get("sandbox", "")
-    )
-    return RunFacts(samples_per_task=per_task, sandbox=backend or "chosen by the worker",
+    # Known once a worker has finished a sample: the worker's own policy decides, so
+    # the run's options (an old run's "auto") say nothing about it.
+    recorded = sandbox if isinstance(sandbox, dict) else {}
+    backend = str(recorded.get("backend") or run.sandbox_backend or "")
+    level = str(recorded.get("level") or level_of_backend(backend))
+    chosen = str(recorded.get("chosen") or "")
+    if not backend:
+        line = "not known yet: the worker chooses it when it runs the first sample"
+    else:
+        line = f"{level} ({backend})" if level else backend
+        if chosen:
+            line += f", {chosen}"
+    return RunFacts(samples_per_task=per_task, sandbox=line,
                     limits=limits,
                     duration_seconds=run.duration_seconds,
-                    largest_k=int(coverage.get("max_k") or 0))
+                    largest_k=int(coverage.get("max_k") or 0),
+                    sandbox_level=level, sandbox_backend=backend, sandbox_chosen=chosen)
 
 
 def run_label(run: Run) -> str:
@@ -175,6 +191,23 @@ class ProblemTable:
     total: int
 
 
+def evaluated_problem_rows(*, run: Run) -> list[ProblemRow]:
+    """The problems that a run stopped early (cancelled, failed) did evaluate, counted from
+    its finished samples: such a run has no stored scores, so pass@k is left out."""
+    counts: dict[tuple[int, str], dict[str, int]] = {}
+    finished = (Sample.objects.filter(run=run).exclude(status="pending").order_by()
+                .values_list("variant__problem__number", "task_id", "status")
+                .annotate(n=Count("pk")))
+    for number, task_id, status, n in finished:
+        counts.setdefault((number, task_id), {})[status] = n
+    rows = []
+    for (number, task_id), by_status in sorted(counts.items()):
+        n, c = sum(by_status.values()), by_status.get("passed", 0)
+        rows.append(ProblemRow(number=number, task_id=task_id, n=n, c=c, pass1=c / n,
+                               passk=None, counts=by_status, top_failure=""))
+    return rows
+
+
 def problem_table_k(run: Run) -> int | None:
     """pass@10 or pass@100 when every problem has that many samples, else pass@n for the
     smallest n above 1 (pass@8 of eight samples), else none."""
@@ -203,6 +236,8 @@ def run_problem_table(*, run: Run, sort: str = "task", descending: bool = False,
                                pass1=c / n if n else 0.0,
                                passk=float(value) if value is not None else None,
                                counts=counts, top_failure=top_failure.rstrip(": ")))
+    if not rows and run.status in (Run.Status.CANCELLED, Run.Status.FAILED):
+        rows = evaluated_problem_rows(run=run)
     total = len(rows)
     needle = query.strip().lower()
     if needle:

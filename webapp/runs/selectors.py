@@ -29,12 +29,13 @@ LOG_LENGTH = 50
 
 
 def visible_runs(*, user: Viewer) -> QuerySet[Run]:
-    """Public runs, the user's own, and team runs of the teams the user belongs to."""
+    """Public runs, the user's own, and team runs of the teams the user belongs to; never a
+    deleted run (only `lifecycle.deleted_runs_for_user` finds those, for restoring)."""
     rule = Q(visibility=Run.Visibility.PUBLIC)
     if user.is_authenticated:
         teams = Membership.objects.filter(user_id=user.pk).values("team_id")
         rule |= Q(owner_id=user.pk) | Q(visibility=Run.Visibility.TEAM, team_id__in=teams)
-    return Run.objects.filter(rule)
+    return Run.objects.filter(rule, deleted_at__isnull=True)
 
 
 def get_run_for_user(*, user: Viewer, run_id: int) -> Run:
@@ -53,7 +54,8 @@ def get_run_for_user(*, user: Viewer, run_id: int) -> Run:
 
 
 def run_can_manage(*, user: Viewer, run: Run) -> bool:
-    """Cancel and re-run: the run's owner, or an owner of its team."""
+    """Cancel, re-run, edit, retract, delete and restore: the run's owner, or an owner of
+    its team."""
     if not user.is_authenticated:
         return False
     if run.owner_id == user.pk:
@@ -220,6 +222,7 @@ def run_summary(*, run: Run, include_problems: bool = True) -> dict[str, Any]:
         "error": run.error,
         "visibility": run.visibility,
         "team": run.team.slug,
+        "on_leaderboards": run.retracted_at is None,
         "owner": run.owner.get_username(),
         "dataset": {"id": run.dataset_id, "key": run.dataset.key,
                     "version": run.dataset.version},

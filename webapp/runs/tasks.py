@@ -20,6 +20,7 @@ from webapp.runs.dispatch import (
 )
 from webapp.runs.engines import engines_close
 from webapp.runs.execution import WORKER_NAME, chunk_evaluate, run_fan_out
+from webapp.runs.lifecycle import deleted_runs_purge
 from webapp.runs.recovery import runs_sweep
 from webapp.runs.rescoring import profile_comparison_run
 
@@ -68,8 +69,10 @@ def compare_profiles(comparison_id: int) -> str:
 
 @shared_task(name=SWEEP, acks_late=False, soft_time_limit=60, time_limit=90)
 def sweep() -> None:
-    """Send again whatever work was lost; scheduled by Celery beat (`CELERY_BEAT_SCHEDULE`)."""
+    """Send again whatever work was lost, and purge runs deleted long enough ago; scheduled
+    by Celery beat (`CELERY_BEAT_SCHEDULE`)."""
     runs_sweep()
+    deleted_runs_purge()
 
 
 @worker_process_shutdown.connect

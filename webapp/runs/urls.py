@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from webapp.runs import profile_views, views
+from webapp.runs import lifecycle_views, profile_views, views
 
 app_name = "runs"
 urlpatterns = [
@@ -10,7 +10,14 @@ urlpatterns = [
     path("runs/new/", views.upload, name="upload"),
     path("runs/new/confirm/", views.upload_confirm, name="upload_confirm"),
     path("runs/<int:run_id>/", views.run_detail, name="detail"),
-    path("runs/<int:run_id>/cancel/", views.cancel, name="cancel"),
+    path("runs/deleted/", lifecycle_views.deleted_list, name="deleted"),
+    path("runs/<int:run_id>/cancel/", lifecycle_views.cancel, name="cancel"),
+    path("runs/<int:run_id>/resume/", lifecycle_views.resume, name="resume"),
+    path("runs/<int:run_id>/edit/", lifecycle_views.run_edit, name="edit"),
+    path("runs/<int:run_id>/leaderboards/", lifecycle_views.run_leaderboards,
+         name="leaderboards"),
+    path("runs/<int:run_id>/delete/", lifecycle_views.run_delete_confirm, name="delete"),
+    path("runs/<int:run_id>/restore/", lifecycle_views.run_restore_view, name="restore"),
     path("runs/<int:run_id>/rerun/", views.rerun, name="rerun"),
     path("runs/<int:run_id>/samples/", views.run_samples_list, name="samples"),
     path("runs/<int:run_id>/samples/<int:sample_id>/", views.sample_detail, name="sample"),

@@ -25,6 +25,7 @@ from webapp.query_params import (
 from webapp.runs import exports
 from webapp.runs.forms import ConfirmForm, UploadForm
 from webapp.runs.intake import intake_file, intake_staged, too_large_issue, upload_was_too_large
+from webapp.runs.lifecycle import duplicate_offer, run_lifecycle_context
 from webapp.runs.models import SAMPLE_STATUSES, RunMetric, Sample
 from webapp.runs.reports import (
     PROBLEM_SHOWS,
@@ -79,11 +80,16 @@ def upload(request: HttpRequest) -> HttpResponse:
         return render(request, "runs/upload.html", {"form": form}, status=400)
     data = form.cleaned_data
     intake = intake_file(user=request.user, uploaded=data["file"], dataset=data["dataset"],
-                         sanitize=data["sanitize"], profile=data["profile"])
+                         sanitize=data["sanitize"], profile=data["profile"],
+                         allow_language_mismatch=data["allow_language_mismatch"])
     if intake.duplicate is not None:
-        return render(request, "runs/upload.html",
-                      {"form": form, "duplicate": intake.duplicate}, status=409)
-    if not intake.ok or intake.check is None:
+        return render(request, "runs/upload_duplicate.html", duplicate_offer(
+            user=request.user, run=intake.duplicate, team=data["team"],
+            visibility=data["visibility"]), status=409)
+    # A file that only looks like another language goes to the confirm page, where
+    # going on takes a tick (or a click on the matching variant).
+    mismatch = intake.check is not None and intake.check.only_language_mismatch
+    if (not intake.ok and not mismatch) or intake.check is None:
         return render(request, "runs/upload.html",
                       {"form": form, "issues": intake.issues}, status=400)
     check = intake.check
@@ -93,11 +99,13 @@ def upload(request: HttpRequest) -> HttpResponse:
         "sanitize": data["sanitize"], "profile": check.options["profile"],
         "name": data["name"], "model_name": data["model_name"], "model_meta": data["model_meta"],
         "team": data["team"].slug, "visibility": data["visibility"],
+        "suggested": check.suggested.pk if check.suggested else None,
     })
     return render(request, "runs/upload_confirm.html", {
         "check": check,
         "coverage": check.coverage_dict(),
         "warnings": check.warnings,
+        "mismatch": check.errors if mismatch else (),
         "confirm": ConfirmForm(initial={"token": token}),
         "team": data["team"],
         "visibility": data["visibility"],
@@ -115,7 +123,9 @@ def upload_confirm(request: HttpRequest) -> HttpResponse:
         messages.error(request, "That upload has expired or was already used; upload it again.")
         return redirect("runs:upload")
     path = payload["path"]
-    dataset = dataset_lookup(reference=str(payload["dataset"]))
+    use = str(form.cleaned_data.get("use_dataset") or "")
+    switch = bool(use) and use == str(payload.get("suggested"))
+    dataset = dataset_lookup(reference=use if switch else str(payload["dataset"]))
     team = teams_for_user(user=request.user).filter(slug=payload["team"]).first()
     if dataset is None or team is None or file_sha256(path) != payload["sha256"]:
         discard_staged(path)
@@ -123,10 +133,17 @@ def upload_confirm(request: HttpRequest) -> HttpResponse:
         return redirect("runs:upload")
     intake = intake_staged(user=request.user, path=path, file_name=payload["file_name"],
                            sha256=payload["sha256"], size=payload["size"], dataset=dataset,
-                           sanitize=payload["sanitize"], profile=payload.get("profile", ""))
+                           sanitize=payload["sanitize"],
+                           profile="" if switch else payload.get("profile", ""),
+                           allow_language_mismatch=form.cleaned_data["allow_language_mismatch"])
     if intake.duplicate is not None:
         return redirect(intake.duplicate)
     if not intake.ok or intake.check is None:
+        discard_staged(path)
+        if intake.check is not None and intake.check.only_language_mismatch:
+            messages.error(request, "The generations look like another language than the "
+                           "dataset's: tick the box to evaluate them anyway.")
+            return redirect("runs:upload")
         messages.error(request, "The file no longer passes its checks; upload it again.")
         return redirect("runs:upload")
     try:
@@ -188,6 +205,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
                           "status": bar.status} for bar in failures],
         },
         "can_manage": run_can_manage(user=request.user, run=run),
+        **run_lifecycle_context(run=run),
         "live_config": {
             "run_id": run.pk,
             "ws_path": f"/ws/runs/{run.pk}/",

@@ -127,7 +127,8 @@ LEADERBOARD_RUNS = 500
 def _leaderboard(request: HttpRequest, runs: QuerySet[Run], *, team: Team | None) -> HttpResponse:
     sort = query_text(request.GET, "sort")
     descending = query_choice(request.GET, "order", ("asc", "desc"), default="desc") == "desc"
-    finished = list(runs.filter(status=Run.Status.FINISHED).select_related("dataset")
+    finished = list(runs.filter(status=Run.Status.FINISHED, retracted_at__isnull=True)
+                    .select_related("dataset")
                     .order_by("-finished_at", "-pk")[:LEADERBOARD_RUNS])
     board = build_leaderboard(runs=finished, sort=sort, descending=descending)
     return render(request, "teams/leaderboard.html", {
