@@ -51,7 +51,11 @@ log = logging.getLogger(__name__)
 
 SERVICE_FAILURES = 3
 RETRIED_STATUSES = ("timeout", "memory")
-"""Verdicts that a busy machine can cause: a unit that gets one is run once more, alone."""
+"""Verdicts that a busy machine can cause: a unit that gets one may be run once more,
+alone (`load_may_decide`)."""
+CPU_BUDGET_SPENT = 0.9
+"""A program stopped at its CPU limit after using at least this share of it, by its own
+measured CPU time, needed that much CPU itself: load did not decide its verdict."""
 RUNTIME_FINGERPRINT = content_hash(
     *(f"{path.name}\n{path.read_text(encoding='utf-8')}"
       for path in sorted(RUNTIME_DIR.glob("*.py")))
@@ -354,7 +358,7 @@ class Engine:
         """
         with self._turns.shared():
             first = self._execute(unit, on_progress)
-        if not self.config.retry_limits or first.status not in RETRIED_STATUSES:
+        if not self.config.retry_limits or not load_may_decide(first, self.backend):
             return first
         # The retry's tests are not streamed: a live view already showed the first's.
         with self._turns.exclusive():
@@ -458,6 +462,28 @@ class Engine:
 
 def _tampered(answer: dict[str, Any]) -> bool:
     return any(r.get("kind") == "done" and r.get("tampered") for r in answer.get("records", []))
+
+
+def load_may_decide(result: SampleResult, backend: Backend) -> bool:
+    """Whether a busy machine may have given `result` its verdict, so that it is worth
+    running again alone.
+
+    A memory verdict and a wall-clock backstop may. A CPU-limit timeout may only when the
+    program was stopped before it had used most of its limit by its own measured CPU
+    time: the kernel bills CPU by ticks, and on a busy machine other processes' bursts
+    land on whoever holds the tick (docs/sandbox.md, "Verdicts under load"). A program
+    that spent its whole budget computing, such as an endless loop, would time out on an
+    idle machine too; running it again alone only made the other workers wait. gVisor
+    counts waiting for a CPU as CPU time, so there every timeout may be load's."""
+    if result.status not in RETRIED_STATUSES:
+        return False
+    facts = result.facts or {}
+    if result.status != "timeout" or facts.get("killed_for") != "cpu":
+        return True
+    used, limit = facts.get("cpu_ms"), facts.get("cpu_limit_ms")
+    if not backend.cpu_time_exact or used is None or not limit:
+        return True
+    return float(used) < CPU_BUDGET_SPENT * float(limit)
 
 
 def cache_key(problem: Problem, prepared: PreparedJob, options: RunOptions) -> str:

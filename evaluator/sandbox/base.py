@@ -123,6 +123,9 @@ class Backend(ABC):
     """Memory the sandbox itself uses besides the program: added to the cgroup limit."""
     isolated: ClassVar[bool] = True
     """False only for `none`: the runner then shares the host's processes and files."""
+    cpu_time_exact: ClassVar[bool] = True
+    """False when the CPU time a program is charged includes time it waited for a CPU
+    (gVisor's ptrace platform): a CPU limit is then in effect a wall-clock one."""
     keeps_host_tasks: ClassVar[bool] = False
     """True when the sandbox itself may keep host tasks after a job (gVisor's Sentry
     threads): the session then replaces a runner whose task count stays high."""

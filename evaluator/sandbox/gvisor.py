@@ -100,6 +100,7 @@ class GvisorBackend(Backend):
     RLIMIT_NPROC, but kept) pushed a long-lived sandbox over the cgroup limit. The
     program's own memory limit is an rlimit inside, so this slack is the Sentry's only."""
     keeps_host_tasks = True
+    cpu_time_exact = False
 
     def probe(self) -> str | None:
         if shutil.which(RUNSC) is None:
