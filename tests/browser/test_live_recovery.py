@@ -22,9 +22,15 @@ from webapp.stack import Stack, free_port
 pytestmark = pytest.mark.browser
 
 SAMPLES = 16
-# Slow enough that both faults land mid-run; each sample distinct, so none is deduplicated.
-SLOW = ("    import time\n    time.sleep(0.4)\n    _sample = {n}\n"
-        "    return number % 1.0\n")
+# Every sample after the first two waits for a gate (a file: the programs run in the
+# `none` sandbox) that the test opens once both faults have happened, so that they land
+# mid-run however long a busy machine takes to restart the web server. Each sample is
+# distinct, so none is deduplicated.
+GATED = ("    import os, time\n"
+         "    while {n} >= 2 and not os.path.exists({gate!r}):\n"
+         "        time.sleep(0.05)\n"
+         "    time.sleep(0.2)\n    _sample = {n}\n"
+         "    return number % 1.0\n")
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +42,9 @@ def stack(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         "WORKBENCH_CHUNK_SAMPLES": "4",
         # A short lease and sweep, so that the worker's loss is noticed within the test.
         "WORKBENCH_LEASE_SECONDS": "6", "WORKBENCH_SWEEP_SECONDS": "1",
+        # Room for a gated sample to wait through both faults (the wall-clock backstop is
+        # 3 x this + 5 s).
+        "EVALUATOR_TIMEOUT_SECONDS": "30",
     }, port=free_port(), concurrency=1, log_dir=work / "logs")
     try:
         stack.prepare(static=True)
@@ -60,7 +69,9 @@ def _log_count(page: Any) -> int:
 def test_the_live_page_rides_out_a_web_restart_and_a_lost_worker(live_page: Any,
                                                                   stack: Stack):
     page = live_page
-    samples = [{"task_id": "HumanEval/2", "completion": SLOW.format(n=n)} for n in range(SAMPLES)]
+    gate = stack.work / "faults-done"  # type: ignore[attr-defined]
+    samples = [{"task_id": "HumanEval/2", "completion": GATED.format(n=n, gate=str(gate))}
+               for n in range(SAMPLES)]
     path = write_jsonl(stack.work / "slow.jsonl", samples)  # type: ignore[attr-defined]
     status, created = api(stack.url, stack.token, "/api/runs", file=path,  # type: ignore[attr-defined]
                           fields={"dataset": "humaneval/python/en", "name": "faults"})
@@ -92,6 +103,7 @@ def test_the_live_page_rides_out_a_web_restart_and_a_lost_worker(live_page: Any,
     notice.wait_for(state="visible")
     assert "taken back" in notice.inner_text()
     screenshot(page, "run_recovering", full_page=False)
+    gate.touch()  # both faults are behind us: let the gated samples finish
 
     page.wait_for_function(
         f"document.getElementById('progress-text').textContent.trim() === '{SAMPLES} / {SAMPLES}'")
