@@ -27,7 +27,7 @@ RUN apt-get update \
       openjdk-17-jdk-headless libjavatuples-java \
       nodejs npm \
       golang-go golang-github-stretchr-testify-dev \
-      rustc cargo librust-rand-dev librust-regex-dev librust-md5-dev \
+      rustc cargo rustfmt librust-rand-dev librust-regex-dev librust-md5-dev \
       bubblewrap python3-seccomp runsc \
  && rm -rf /var/lib/apt/lists/*
 
