@@ -5,8 +5,13 @@ the language check (`evaluator.language_check`)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from evaluator import language_check
 
 LANGUAGES = ("python", "cpp", "java", "js", "go", "rust")
 _PREFIX = {"python": "Python", "cpp": "CPP", "java": "Java", "js": "JavaScript", "go": "Go",
@@ -186,3 +191,18 @@ def generations(language: str, *, copies: int = 2) -> list[dict[str, Any]]:
         for number, _declaration, completion, _test in _PROBLEMS[language]
         for _ in range(copies)
     ]
+
+
+_PARSER = {"cpp": "g++", "java": "javac", "js": "node", "go": "gofmt", "rust": "rustfmt"}
+
+
+def require_parser(language: str) -> None:
+    """Skip (in CI: fail) the calling test unless `language`'s parser is installed."""
+    if language not in _PARSER:
+        return
+    try:
+        language_check._tool(_PARSER[language])
+    except language_check.ToolchainError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"the {language} parser must be installed in CI: {exc}")
+        pytest.skip(f"no {language} parser here: {exc}")

@@ -20,23 +20,9 @@ from evaluator.datasets import load_dataset
 from evaluator.language_check import check_language
 from evaluator.records import Problem, Sample
 from evaluator.samples import read_samples
-from tests.polyglot import LANGUAGES, generations, write_dataset
+from tests.polyglot import LANGUAGES, generations, require_parser, write_dataset
 
 REPO = Path(__file__).resolve().parents[2]
-_TOOL = {"cpp": "g++", "java": "javac", "js": "node", "go": "gofmt", "rust": "rustfmt"}
-
-
-def require_parser(language: str) -> None:
-    if language not in _TOOL:
-        return
-    try:
-        language_check._tool(_TOOL[language])
-    except language_check.ToolchainError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"the {language} parser must be installed in CI: {exc}")
-        pytest.skip(f"no {language} parser here: {exc}")
-
-
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Problem]]:
     folder = tmp_path_factory.mktemp("datasets")

@@ -14,25 +14,12 @@ from django.test import Client
 
 from evaluator import language_check
 from evaluator.datasets import load_dataset
-from tests.polyglot import LANGUAGES, generations, write_dataset
+from tests.polyglot import LANGUAGES, generations, require_parser, write_dataset
 from tests.webapp.support import RIGHT_0, client_for, write_jsonl
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
 from webapp.runs.models import Run, Sample
 from webapp.runs.uploads import MAX_LINE_BYTES, staging_dir
-
-_TOOL = {"cpp": "g++", "java": "javac", "js": "node", "go": "gofmt", "rust": "rustfmt"}
-
-
-def require_parser(language: str) -> None:
-    if language not in _TOOL:
-        return
-    try:
-        language_check._tool(_TOOL[language])
-    except language_check.ToolchainError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"the {language} parser must be installed in CI: {exc}")
-        pytest.skip(f"no {language} parser here: {exc}")
 
 
 def assert_nothing_stored() -> None:
