@@ -40,8 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import load_average, shared_dir  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
-from evaluator.languages.base import RunOptions  # noqa: E402
-from evaluator.records import Sample  # noqa: E402
+from evaluator.records import RunOptions, Sample  # noqa: E402
 from evaluator.samples import read_samples  # noqa: E402
 from evaluator.sandbox import gvisor  # noqa: E402
 from evaluator.sandbox import session as session_module  # noqa: E402

@@ -21,9 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import shared_dir  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
-from evaluator.languages.base import RunOptions  # noqa: E402
 from evaluator.profiles import PROFILES  # noqa: E402
-from evaluator.records import SampleResult  # noqa: E402
+from evaluator.records import RunOptions, SampleResult  # noqa: E402
 from evaluator.samples import read_samples  # noqa: E402
 from evaluator.sandbox.base import SandboxLimits  # noqa: E402
 

@@ -46,8 +46,7 @@ from bench.common import load_average, shared_dir  # noqa: E402
 from bench.humaneval_agreement import evaluate  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import RETRIED_STATUSES, Engine, EngineConfig  # noqa: E402
-from evaluator.languages.base import RunOptions  # noqa: E402
-from evaluator.records import Problem, Sample, SampleResult  # noqa: E402
+from evaluator.records import Problem, RunOptions, Sample, SampleResult  # noqa: E402
 from evaluator.samples import read_samples  # noqa: E402
 from evaluator.sandbox.base import SandboxLimits, get_backend  # noqa: E402
 from evaluator.sandbox.session import RunnerSession  # noqa: E402

@@ -26,8 +26,7 @@ from bench.common import load_average, shared_dir  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
-from evaluator.languages.base import RunOptions  # noqa: E402
-from evaluator.records import Problem, Sample  # noqa: E402
+from evaluator.records import Problem, RunOptions, Sample  # noqa: E402
 from evaluator.sandbox.base import SandboxError, SandboxLimits, get_backend  # noqa: E402
 from evaluator.sandbox.session import RunnerSession  # noqa: E402
 

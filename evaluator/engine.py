@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
 
 from evaluator.defects import apply_patches
 from evaluator.exclusive import SharedExclusiveLock
@@ -30,7 +30,6 @@ from evaluator.languages.base import (
     LanguageError,
     PreparedJob,
     RemoteBuild,
-    RunOptions,
     outcome_from_record,
 )
 from evaluator.languages.python import plain_job
@@ -38,6 +37,7 @@ from evaluator.profiles import Profile, get_profile, run_facts
 from evaluator.records import (
     HARNESS_VERSION,
     Problem,
+    RunOptions,
     Sample,
     SampleResult,
     SandboxInfo,
@@ -66,7 +66,7 @@ every cache key, whether or not HARNESS_VERSION was bumped with it."""
 
 
 class SampleStarted(TypedDict):
-    type: str  # "sample_started"
+    type: Literal["sample_started"]
     task_id: str
     completion_id: int
     position: int
@@ -74,7 +74,7 @@ class SampleStarted(TypedDict):
 
 
 class TestReported(TypedDict):
-    type: str  # "test_reported"
+    type: Literal["test_reported"]
     position: int
     task_id: str
     completion_id: int
@@ -83,13 +83,13 @@ class TestReported(TypedDict):
 
 
 class SampleFinished(TypedDict):
-    type: str  # "sample_finished"
+    type: Literal["sample_finished"]
     position: int
     result: SampleResult
 
 
 class RunFinished(TypedDict):
-    type: str  # "run_finished"
+    type: Literal["run_finished"]
     samples: int
     executed: int
     """Programs actually run (after dedup and cache hits)."""

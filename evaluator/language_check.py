@@ -49,8 +49,9 @@ from pathlib import Path
 from threading import Lock
 
 from evaluator.languages import get_language, lexing
-from evaluator.languages.base import LanguageError, RunOptions
+from evaluator.languages.base import LanguageError
 from evaluator.languages.java import FAST_JVM
+from evaluator.languages.registry import display_name, language_names
 from evaluator.languages.toolchains import (
     ToolchainError,
     executable,
@@ -58,19 +59,14 @@ from evaluator.languages.toolchains import (
     run_tool,
     version_key,
 )
-from evaluator.records import Problem, Sample
+from evaluator.records import Problem, RunOptions, Sample
 
-__all__ = ["LANGUAGE_NAMES", "SAMPLE_SIZE", "LanguageCheck", "check_language"]
+__all__ = ["SAMPLE_SIZE", "LanguageCheck", "check_language"]
 
 SAMPLE_SIZE = 20
 MAX_SOURCE_CHARS = 64_000
 """Longer completions are left out of the sample: no model writes a 64 KB function."""
 TOOL_TIMEOUT = 30.0
-LANGUAGE_NAMES = {
-    "python": "Python", "cpp": "C++", "java": "Java", "js": "JavaScript", "go": "Go",
-    "rust": "Rust",
-}
-ORDER = ("python", "cpp", "java", "js", "go", "rust")
 
 _CACHE_LIMIT = 50_000
 _cache: dict[tuple[str, str], bool] = {}
@@ -103,7 +99,8 @@ class LanguageCheck:
         if self.fits:
             return None
         own = self.parses.get(self.expected, 0)
-        best = max((lang for lang in ORDER if lang != self.expected and lang in self.parses),
+        best = max((lang for lang in _checkable() if lang != self.expected
+                    and lang in self.parses),
                    key=lambda lang: self.parses[lang], default=None)
         if best is None or self.parses[best] <= own or 2 * self.parses[best] <= self.checked:
             return None
@@ -115,11 +112,11 @@ class LanguageCheck:
 
     def message(self) -> str:
         """One sentence for the user; "" when the file fits its dataset's language."""
-        want = LANGUAGE_NAMES.get(self.expected, self.expected)
+        want = display_name(self.expected)
         own = self.parses.get(self.expected, 0)
         detected = self.detected
         if detected is not None:
-            name = LANGUAGE_NAMES[detected]
+            name = display_name(detected)
             return (
                 f"These generations look like {name}, not {want}: {self.parses[detected]} "
                 f"of {self.checked} sampled completions parse as {name}, and {own} as "
@@ -163,7 +160,7 @@ def check_language(
         # Too few fit the harness's program. The generic contexts of the dataset's own
         # language may still save it; the other languages are parsed at the same time.
         misses = [i for i, ok in enumerate(own) if not ok]
-        others = [lang for lang in ORDER if lang not in (expected, "cpp")]
+        others = [lang for lang in _checkable() if lang not in (expected, "cpp")]
         with ThreadPoolExecutor(max_workers=len(others) + 1) as pool:
             again = pool.submit(_parse_many, expected,
                                 [_generic(expected, chosen[i].completion) for i in misses],
@@ -569,3 +566,8 @@ _PARSERS: dict[str, Callable[[list[str]], list[bool]]] = {
     "python": _parse_python, "js": _parse_js, "go": _parse_go, "rust": _parse_rust,
     "java": _parse_java, "cpp": _parse_cpp,
 }
+
+
+def _checkable() -> list[str]:
+    """The languages a file can be checked against, in display order: those with a parser."""
+    return [language for language in language_names() if language in _PARSERS]

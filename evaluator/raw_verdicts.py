@@ -12,21 +12,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
-from typing import cast
 
 from evaluator.engine import (
     Engine,
     EngineEvent,
     RunFinished,
     SampleFinished,
-    SampleStarted,
-    TestReported,
 )
 from evaluator.records import Problem, Sample, SampleResult, Status
 
 __all__ = ["evaluate_with_raw_verdicts", "verdict_changed"]
-
-SampleEvent = SampleStarted | TestReported | SampleFinished
 
 
 def verdict_changed(result: SampleResult) -> bool:
@@ -70,22 +65,21 @@ def evaluate_with_raw_verdicts(
     try:
         for event in events:
             if event["type"] == "run_finished":
-                finished = cast(RunFinished, event)
                 # Only a cancelled run can leave a sample without its twin's verdict.
                 for position in sorted(waiting):
                     yield _finished(position, waiting.pop(position))
                 yield RunFinished(type="run_finished", samples=count,
-                                  executed=finished["executed"],
-                                  deduplicated=finished["deduplicated"],
-                                  cache_hits=finished["cache_hits"],
-                                  seconds=finished["seconds"])
+                                  executed=event["executed"],
+                                  deduplicated=event["deduplicated"],
+                                  cache_hits=event["cache_hits"],
+                                  seconds=event["seconds"])
                 continue
-            position = cast(SampleEvent, event)["position"]
+            position = event["position"]
             if event["type"] != "sample_finished":
                 if position < count:
                     yield event
                 continue
-            result = cast(SampleFinished, event)["result"]
+            result = event["result"]
             if position >= count:
                 origin = origin_of[position]
                 if origin in waiting:

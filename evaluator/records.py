@@ -8,8 +8,11 @@ is plain data: frozen dataclasses that serialise to JSON with `to_dict()`.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
+
+from evaluator.sandbox.base import SandboxLimits
 
 HARNESS_VERSION = "1.2.0"
 """Bumped whenever a change can alter a verdict; part of every result-cache key."""
@@ -22,6 +25,9 @@ STATUSES: tuple[Status, ...] = (
 )
 
 TestStatus = Literal["passed", "failed", "error", "timeout", "not_run"]
+
+Task = Literal["generation", "translation"]
+TestSet = Literal["hidden", "example"]
 
 Comparison = Literal["assert", "equal", "str_equal", "allclose"]
 """How a `CallCase` output is judged: `equal` is `==`, `str_equal` is MERA's
@@ -218,6 +224,51 @@ class SampleResult:
             fields["sandbox"] = SandboxInfo(**{k: v for k, v in data["sandbox"].items()
                                                if k in known})
         return cls(**fields)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a set of samples is run: which task and tests, under which rules and limits."""
+
+    task: Task = "generation"
+    tests: TestSet = "hidden"
+    patched: bool = False
+    """Apply the defect registry's patches to the problem before building."""
+    profile: str = "strict"
+    """The harness profile (`evaluator.profiles`) whose text, flags and rules apply."""
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    compile_limits: SandboxLimits = field(
+        default_factory=lambda: SandboxLimits(wall_seconds=60.0, cpu_seconds=60.0, memory_mb=4096)
+    )
+    """Compilers get their own, larger limits: a busy machine must not fail a correct program."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a user chooses, as a run stores it: the CPU timeout and the memory stand
+        for the limits (`from_dict` rebuilds the rest with `SandboxLimits.for_timeout`)."""
+        return {"task": self.task, "tests": self.tests, "patched": self.patched,
+                "profile": self.profile, "timeout_seconds": self.limits.cpu_seconds,
+                "memory_mb": self.limits.memory_mb}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunOptions:
+        """Options from `to_dict`'s keys; a missing key takes the default, other keys (a
+        stored run's `sanitize`, `harness_version`...) are not ours and are passed over.
+        Raises ValueError for a task or test set that does not exist."""
+        defaults = SandboxLimits()
+        task: Any = data.get("task") or "generation"
+        tests: Any = data.get("tests") or "hidden"
+        if task not in get_args(Task):
+            raise ValueError(f"unknown task {task!r}; known: {', '.join(get_args(Task))}")
+        if tests not in get_args(TestSet):
+            raise ValueError(
+                f"unknown test set {tests!r}; known: {', '.join(get_args(TestSet))}"
+            )
+        limits = SandboxLimits.for_timeout(
+            float(data.get("timeout_seconds", defaults.cpu_seconds)),
+            memory_mb=int(data.get("memory_mb", defaults.memory_mb)),
+        )
+        return cls(task=task, tests=tests, patched=bool(data.get("patched", False)),
+                   profile=data.get("profile") or "strict", limits=limits)
 
 
 def content_hash(*parts: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from evaluator.engine import Engine, SampleFinished
+from evaluator.engine import Engine
 from evaluator.metrics import pass_at_k
 from evaluator.profiles import ASSERT_WORD, Profile, get_profile
 from evaluator.records import Problem, Sample, SampleResult
@@ -61,8 +61,7 @@ def rescore(
             chosen = [samples[i] for i in again]
             for event in engine.evaluate(problems, chosen):
                 if event["type"] == "sample_finished":
-                    finished: SampleFinished = event  # type: ignore[assignment]
-                    out[again[finished["position"]]] = finished["result"]
+                    out[again[event["position"]]] = event["result"]
     final = [r for r in out if r is not None]
     if len(final) != len(results):
         raise RuntimeError("the engine did not report every sample it was given")

@@ -32,6 +32,7 @@ from evaluator.gzip_limit import (
     ExpansionLimitExceeded,
     LimitedGzipReader,
 )
+from evaluator.languages.registry import canonical_name, display_name
 from evaluator.records import Problem, Sample
 from evaluator.sanitize import sanitize
 from evaluator.surrogates import find_lone_surrogate, might_hold_lone_surrogate
@@ -59,18 +60,6 @@ _LAYOUT_NAMES = {
     "babelcode": "BabelCode (`qid`, `language`, `code`)",
 }
 _SKIP_CHUNK = 1 << 16
-_LANGUAGE_ALIASES = {
-    "python": "python", "py": "python", "python3": "python",
-    "cpp": "cpp", "c++": "cpp", "cc": "cpp",
-    "java": "java",
-    "js": "js", "javascript": "js", "node": "js", "nodejs": "js",
-    "go": "go", "golang": "go",
-    "rust": "rust", "rs": "rust",
-}
-_LANGUAGE_NAMES = {
-    "python": "Python", "cpp": "C++", "java": "Java", "js": "JavaScript", "go": "Go",
-    "rust": "Rust",
-}
 # `HumanEval/3`, `CPP/3`, `python/4`, `HumanEval_3_below_zero`, `3`.
 _ID_FORM = re.compile(r"(?:(?P<prefix>[A-Za-z][A-Za-z0-9+#]*)[/_-])?(?P<number>\d+)(?:[_/-].*)?")
 _DEF_HEADER = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
@@ -419,16 +408,17 @@ class _TaskResolver:
             return "unknown_task", "it matches no problem's id"
         prefix = (form.group("prefix") or "").casefold()
         number = int(form.group("number"))
+        named = canonical_name(prefix)
         if prefix in ("", "humaneval"):
             if len(self.languages) != 1:
                 return "unknown_task", "it names no language and the problems span several"
             language = self.languages[0]
-        elif prefix in _LANGUAGE_ALIASES:
-            language = _LANGUAGE_ALIASES[prefix]
+        elif named is not None:
+            language = named
             if language not in self.languages:
-                ours = ", ".join(_LANGUAGE_NAMES.get(x, x) for x in self.languages)
+                ours = ", ".join(display_name(x) for x in self.languages)
                 return "language_mismatch", (
-                    f"it is a {_LANGUAGE_NAMES[language]} task id, but the problems are in "
+                    f"it is a {display_name(language)} task id, but the problems are in "
                     f"{ours or 'no language'}"
                 )
         else:
@@ -645,12 +635,11 @@ class _Reader:
         problem = self.problem_for(line, "qid", str(qid))
         if problem is None:
             return
-        ours = _LANGUAGE_ALIASES.get(language.strip().casefold())
-        if ours != problem.language:
+        if canonical_name(language) != problem.language:
             self.report(
                 line, "language", "language_mismatch",
                 f"Line {line}, field `language`: `{language}` does not match the problems' "
-                f"language, {_LANGUAGE_NAMES.get(problem.language, problem.language)}.",
+                f"language, {display_name(problem.language)}.",
             )
             return
         self.add(line, problem, code, index, "babelcode", full_program=True, source_id=str(qid))

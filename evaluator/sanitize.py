@@ -31,9 +31,18 @@ import tokenize
 import warnings
 from dataclasses import dataclass
 
+from evaluator.languages.registry import fence_tags
 from evaluator.records import Problem
 
-__all__ = ["REFERENCE_CLEANUP", "ReferenceCleanup", "sanitize", "sanitize_by_default"]
+__all__ = ["REFERENCE_CLEANUP", "SANITIZER_VERSION", "ReferenceCleanup", "sanitize",
+           "sanitize_by_default"]
+
+SANITIZER_VERSION = "1"
+"""Recorded in every run's manifest (`evaluator.manifest`). Bump it with any change that can
+make `sanitize` return other text for some input (a new repair, a rule that now fires or no
+longer fires, another fence or prose pattern), since a sanitized sample's verdict follows its
+text. Refactors that give the same text for every input, and changes to the notes only, do
+not bump it."""
 
 
 @dataclass(frozen=True)
@@ -79,14 +88,6 @@ def sanitize_by_default(layout: str) -> bool:
     return reference.sanitize if reference is not None else False
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+#.-]*)")
-_PYTHON_TAGS = frozenset({"", "python", "py", "python3", "py3", "ipython", "pycon"})
-_FENCE_TAGS = {
-    "cpp": frozenset({"cpp", "c++", "cc", "cxx", "c"}),
-    "java": frozenset({"java"}),
-    "js": frozenset({"js", "javascript", "node", "jsx"}),
-    "go": frozenset({"go", "golang"}),
-    "rust": frozenset({"rust", "rs"}),
-}
 _TOP_LEVEL_CODE = re.compile(
     r"^(?:async\s+def\s|def\s|class\s|import\s|from\s+[\w.]+\s+import\s|@)"
 )
@@ -108,7 +109,7 @@ def sanitize(
     if problem.language == "python":
         prompt = "" if full_program else problem.prompt
         return _PythonSanitizer(prompt, problem.entry_point).run(raw)
-    return _strip_fences_and_chatter(raw, _FENCE_TAGS.get(problem.language, frozenset()))
+    return _strip_fences_and_chatter(raw, fence_tags(problem.language))
 
 
 @dataclass(frozen=True)
@@ -277,7 +278,7 @@ class _PythonSanitizer:
         outside, blocks = split
         candidates: list[tuple[int, str, str]] = []
         for block in blocks:
-            if block.tag not in _PYTHON_TAGS or not block.body.strip():
+            if block.tag not in fence_tags("python") or not block.body.strip():
                 continue
             score = (4 if self.entry_def.search(block.body) else 0) + (2 if block.closed else 0)
             how = "a markdown fence" if block.closed else "an unclosed markdown fence"

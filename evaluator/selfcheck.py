@@ -24,8 +24,7 @@ from evaluator.datasets import Dataset
 from evaluator.defects import apply_patches, defects_for, explains
 from evaluator.engine import Engine, EngineConfig
 from evaluator.languages import get_language
-from evaluator.languages.base import RunOptions, Task, TestSet
-from evaluator.records import Problem, Sample, SampleResult
+from evaluator.records import Problem, RunOptions, Sample, SampleResult, Task, TestSet
 from evaluator.sandbox.base import SandboxLimits
 
 STUBS: dict[str, str] = {
@@ -205,7 +204,7 @@ def _run(engine: Engine, problems: dict[str, Problem],
     results: dict[str, SampleResult] = {}
     for event in engine.evaluate(problems, samples):
         if event["type"] == "sample_finished":
-            result = event["result"]  # type: ignore[typeddict-item]
+            result = event["result"]
             results[result.task_id] = result
     return results
 

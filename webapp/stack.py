@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluator.languages.registry import language_names
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-LANGUAGES = ("python", "cpp", "java", "js", "go", "rust")
-ALL_QUEUES = ("default", *(f"eval-{language}" for language in LANGUAGES))
+ALL_QUEUES = ("default", *(f"eval-{language}" for language in language_names()))
 
 
 def free_port() -> int:

@@ -1,27 +1,19 @@
 """The datasets' many spellings of languages, reduced to one each.
 
-Programming languages become python, cpp, java, js, go, rust; natural languages become
-ISO 639-1 codes. Names outside these tables pass through lower-cased rather than fail:
-HumanEval-XL and mHumanEval have many more languages than the runners support, and the
-language modules are the ones to refuse what they cannot run.
+Programming languages become the names of `evaluator.languages.registry` (python, cpp,
+java, js, go, rust...), read from any of their aliases; natural languages become ISO 639-1
+codes. Names outside these tables pass through lower-cased rather than fail: HumanEval-XL
+and mHumanEval have many more languages than the runners support, and the language
+modules are the ones to refuse what they cannot run.
 """
 
 from __future__ import annotations
 
-PROGRAMMING_LANGUAGES: dict[str, str] = {
-    "python": "python",
-    "py": "python",
-    "cpp": "cpp",
-    "c++": "cpp",
-    "java": "java",
-    "js": "js",
-    "javascript": "js",
-    "go": "go",
-    "golang": "go",
+from evaluator.languages.registry import canonical_name
+
+_FILE_SPELLINGS: dict[str, str] = {
     # MultiPL-E's Go records say "go_test.go", the name of the file they are written to.
     "go_test.go": "go",
-    "rust": "rust",
-    "rs": "rust",
 }
 
 # English names (HumanEval-XL file names), ISO 639-3 and FLORES-200 codes (mHumanEval).
@@ -54,7 +46,7 @@ NATURAL_LANGUAGES: dict[str, str] = {
 
 def programming_language(name: str) -> str:
     key = name.strip().lower()
-    return PROGRAMMING_LANGUAGES.get(key, key)
+    return canonical_name(key) or _FILE_SPELLINGS.get(key, key)
 
 
 def natural_language(name: str) -> str:

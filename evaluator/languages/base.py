@@ -13,7 +13,7 @@ import signal
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from evaluator.languages.toolchains import ToolchainError
 from evaluator.records import (
@@ -27,10 +27,11 @@ from evaluator.records import (
     cap_text,
     content_hash,
 )
+from evaluator.records import RunOptions as RunOptions
 from evaluator.sandbox.base import Mount, SandboxLimits
 
-Task = Literal["generation", "translation"]
-TestSet = Literal["hidden", "example"]
+# RunOptions lives in `evaluator.records`; it is named here too because the compiled
+# languages' modules still import it from this module.
 
 OUTPUT_KEEP = 4000
 """Characters of stdout and stderr kept in a result."""
@@ -38,21 +39,6 @@ OUTPUT_KEEP = 4000
 
 class LanguageError(ValueError):
     """The problem cannot be run in this language (no test set, unsupported layout...)."""
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    task: Task = "generation"
-    tests: TestSet = "hidden"
-    patched: bool = False
-    """Apply the defect registry's patches to the problem before building."""
-    profile: str = "strict"
-    """The harness profile (`evaluator.profiles`) whose text, flags and rules apply."""
-    limits: SandboxLimits = field(default_factory=SandboxLimits)
-    compile_limits: SandboxLimits = field(
-        default_factory=lambda: SandboxLimits(wall_seconds=60.0, cpu_seconds=60.0, memory_mb=4096)
-    )
-    """Compilers get their own, larger limits: a busy machine must not fail a correct program."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +91,21 @@ AskCompiler = Callable[[list[str]], dict[str, Any]]
 
 
 class Language(ABC):
+    """One programming language. Its class attributes are all that the rest of the project
+    knows of its names (`evaluator.languages.registry` reads them)."""
+
     name: ClassVar[str]
+    """The language's own name: `cpp`. Datasets, results and queues (`eval-cpp`) carry it."""
+    display_name: ClassVar[str]
+    """How pages and messages write it: `C++`."""
     aliases: ClassVar[tuple[str, ...]] = ()
+    """Other spellings that mean it, in any case: in dataset files, task ids (`CPP/3`),
+    BabelCode's `language` field, the command line. Also fence tags."""
+    fence_tags: ClassVar[tuple[str, ...]] = ()
+    """Markdown fence tags that mark its code besides its name and aliases (`jsx`); the
+    sanitizer prefers blocks tagged so."""
+    order: ClassVar[int] = 1000
+    """Its place in lists of languages, smallest first."""
     preload: ClassVar[tuple[str, ...]] = ()
     """Python modules the runner imports once, before forking, for this language's jobs:
     only Python's harness runs Python code; other languages' runners stay lean (a

@@ -431,7 +431,10 @@ class CppProgram:
 
 class Cpp(Language):
     name = "cpp"
-    aliases = ("c++", "cxx")
+    display_name = "C++"
+    aliases = ("c++", "cc", "cxx")
+    fence_tags = ("c",)
+    order = 20
 
     def convention(self, problem: Problem) -> Convention:
         return CONVENTIONS.get(problem.dataset, DEFAULT_CONVENTION)

@@ -350,7 +350,9 @@ def _statement_end(blanked: str, start: int) -> int | None:
 
 class Go(Language):
     name = "go"
+    display_name = "Go"
     aliases = ("golang",)
+    order = 50
 
     # -- building the program ---------------------------------------------------------
     def head(self, problem: Problem, sample: Sample, options: RunOptions) -> str:

@@ -517,6 +517,8 @@ class JavaProgram:
 
 class Java(Language):
     name = "java"
+    display_name = "Java"
+    order = 30
 
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> JavaProgram:
         prefix = "" if sample.is_full_program else self.prefix(problem, options)

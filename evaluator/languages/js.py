@@ -69,7 +69,10 @@ def _harness_key() -> str:
 
 class JavaScript(Language):
     name = "js"
-    aliases = ("javascript", "node")
+    display_name = "JavaScript"
+    aliases = ("javascript", "node", "nodejs")
+    fence_tags = ("jsx",)
+    order = 40
 
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> tuple[str, int]:
         """The program and the offset where its test code starts."""

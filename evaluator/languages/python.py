@@ -15,11 +15,10 @@ from typing import Any
 from evaluator.languages.base import (
     Language,
     PreparedJob,
-    RunOptions,
     program_hash,
 )
 from evaluator.profiles import get_profile
-from evaluator.records import CallCase, Problem, Sample
+from evaluator.records import CallCase, Problem, RunOptions, Sample
 
 CODEGEEX_HEADER = "".join(f"{line}\n" for line in (
     "import math", "import re", "import sys", "import copy", "import datetime",
@@ -69,7 +68,11 @@ def _case_to_job(case: CallCase) -> dict[str, Any]:
 
 class Python(Language):
     name = "python"
+    display_name = "Python"
     aliases = ("py", "python3")
+    # "" too: an untagged fence holds Python as often as not.
+    fence_tags = ("", "py3", "ipython", "pycon")
+    order = 10
     preload = ("numpy",)
 
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> tuple[str, int]:

@@ -224,7 +224,9 @@ def _split_comparison(blanked: str, open_paren: int, close_paren: int) -> tuple[
 
 class Rust(Language):
     name = "rust"
+    display_name = "Rust"
     aliases = ("rs",)
+    order = 60
 
     def prefix(self, problem: Problem, options: RunOptions) -> str:
         if options.task == "translation":

@@ -280,9 +280,8 @@ class _Program:
 
 def _programs() -> list[_Program]:
     from evaluator.datasets.humaneval import reference_humaneval
-    from evaluator.languages.base import RunOptions
     from evaluator.languages.python import Python
-    from evaluator.records import Sample
+    from evaluator.records import RunOptions, Sample
 
     problems = {problem.task_id: problem for problem in reference_humaneval().problems}
     language = Python()

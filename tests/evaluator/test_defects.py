@@ -21,8 +21,7 @@ from evaluator.defects import (
     load_registry,
 )
 from evaluator.engine import Engine, EngineConfig
-from evaluator.languages.base import RunOptions
-from evaluator.records import Problem, Sample
+from evaluator.records import Problem, RunOptions, Sample
 
 EVALUATOR = Path(__file__).resolve().parents[2] / "evaluator"
 FILES = {

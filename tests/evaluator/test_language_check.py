@@ -18,6 +18,7 @@ import pytest
 from evaluator import language_check
 from evaluator.datasets import load_dataset
 from evaluator.language_check import check_language
+from evaluator.languages.registry import display_name
 from evaluator.records import Problem, Sample
 from evaluator.samples import read_samples
 from tests.polyglot import LANGUAGES, generations, require_parser, write_dataset
@@ -63,7 +64,7 @@ def test_generations_in_another_language_are_detected(written, dataset, datasets
     assert not verdict.fits
     assert verdict.detected == written
     message = verdict.message()
-    name, want = language_check.LANGUAGE_NAMES[written], language_check.LANGUAGE_NAMES[dataset]
+    name, want = display_name(written), display_name(dataset)
     assert f"look like {name}, not {want}" in message
     assert f"6 of 6 sampled completions parse as {name}" in message
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from evaluator.engine import Engine, EngineConfig
-from evaluator.languages.base import RunOptions
 from evaluator.profiles import (
     BIGCODE_STOP,
     PROFILES,
@@ -25,7 +24,7 @@ from evaluator.profiles import (
     get_profile,
     run_facts,
 )
-from evaluator.records import CallCase, Problem, Sample, SampleResult
+from evaluator.records import CallCase, Problem, RunOptions, Sample, SampleResult
 from evaluator.rescoring import compare, rescore
 from evaluator.sandbox.base import SandboxLimits
 from tests.backends import require_backend

@@ -25,8 +25,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.engine import Engine, EngineConfig
-from evaluator.languages.base import RunOptions
-from evaluator.records import CallCase, Problem, Sample, SampleResult
+from evaluator.records import CallCase, Problem, RunOptions, Sample, SampleResult
 from evaluator.sandbox.base import SandboxLimits
 from tests.backends import require_backend
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from evaluator.engine import Engine, EngineConfig
-from evaluator.languages.base import RunOptions, never_ran
-from evaluator.records import CallCase, Problem, Sample, SampleResult
+from evaluator.languages.base import never_ran
+from evaluator.records import CallCase, Problem, RunOptions, Sample, SampleResult
 from evaluator.records import TestOutcome as Outcome
 from evaluator.sandbox.base import SandboxLimits
 

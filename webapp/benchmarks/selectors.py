@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from evaluator.defects import Defect, DefectError, defects_for
+from evaluator.languages.registry import display_name, language_rank
 from evaluator.records import Problem as EvaluatorProblem
 from webapp.benchmarks.docstrings import DocBlock, doc_blocks, docstring_of
 from webapp.benchmarks.models import Dataset, Problem, ProblemVariant
@@ -76,9 +77,6 @@ def problem_variants(*, problem: Problem) -> QuerySet[ProblemVariant]:
 
 
 # -- the problem list and the problem page ------------------------------------------------
-LANGUAGE_ORDER = ("python", "cpp", "java", "js", "go", "rust")
-LANGUAGE_NAMES = {"python": "Python", "cpp": "C++", "java": "Java", "js": "JavaScript",
-                  "go": "Go", "rust": "Rust"}
 NATURAL_LANGUAGE_NAMES = {"en": "English", "ru": "Russian", "ar": "Arabic", "zh": "Chinese",
                           "fr": "French", "de": "German", "es": "Spanish"}
 NATURAL_LANGUAGE_ORDER = ("en", "ru", "ar")
@@ -102,22 +100,23 @@ class FilterChoices:
     languages: list[str]
     natural_languages: list[str]
 
+    @property
+    def language_options(self) -> list[tuple[str, str]]:
+        """(name, display name) of each language, for a select box."""
+        return [(language, display_name(language)) for language in self.languages]
+
 
 def problem_filter_choices() -> FilterChoices:
     rows = list(Dataset.objects.values_list("name", "language", "natural_language").distinct())
     return FilterChoices(
         datasets=sorted({name for name, _, _ in rows}, key=_dataset_rank),
-        languages=sorted({language for _, language, _ in rows}, key=_language_rank),
+        languages=sorted({language for _, language, _ in rows}, key=language_rank),
         natural_languages=sorted({nl for _, _, nl in rows}, key=_natural_language_rank),
     )
 
 
 def _dataset_rank(name: str) -> tuple[int, str]:
     return (DATASET_PREFERENCE.index(name) if name in DATASET_PREFERENCE else 99, name)
-
-
-def _language_rank(language: str) -> tuple[int, str]:
-    return (LANGUAGE_ORDER.index(language) if language in LANGUAGE_ORDER else 99, language)
 
 
 def _natural_language_rank(code: str) -> tuple[int, str]:
@@ -158,7 +157,7 @@ def problem_variant_index(*, problem_ids: list[int]) -> dict[int, VariantIndex]:
         "dataset__natural_language",
     )
     for problem_id, entry_point, _name, language, nl in sorted(
-        rows, key=lambda row: (_dataset_rank(row[2]), _language_rank(row[3]))
+        rows, key=lambda row: (_dataset_rank(row[2]), language_rank(row[3]))
     ):
         item = index.setdefault(problem_id, VariantIndex(entry_point=entry_point))
         if language not in item.languages:
@@ -166,7 +165,7 @@ def problem_variant_index(*, problem_ids: list[int]) -> dict[int, VariantIndex]:
         if nl not in item.natural_languages:
             item.natural_languages.append(nl)
     for item in index.values():
-        item.languages.sort(key=_language_rank)
+        item.languages.sort(key=language_rank)
         item.natural_languages.sort(key=_natural_language_rank)
     return index
 
@@ -209,7 +208,7 @@ def problem_translations(*, variants: list[ProblemVariant]) -> list[Translation]
     first), and the differing docstrings of other variants in that language."""
     by_language: dict[str, list[Docstring]] = {}
     seen_text: dict[str, set[str]] = {}
-    for variant in sorted(variants, key=lambda v: (_language_rank(v.dataset.language),
+    for variant in sorted(variants, key=lambda v: (language_rank(v.dataset.language),
                                                    _variant_rank(v))):
         nl = variant.dataset.natural_language
         text = docstring_of(variant.prompt, variant.dataset.language)
@@ -237,16 +236,16 @@ class LanguageTab:
 
 
 def problem_language_tabs(*, variants: list[ProblemVariant]) -> list[LanguageTab]:
-    """One tab per programming language, Python, C++, Java, JavaScript, Go, Rust first; the
-    English variant of the preferred dataset leads each."""
+    """One tab per programming language, in the registry's order; the English variant of
+    the preferred dataset leads each."""
     by_language: dict[str, list[ProblemVariant]] = {}
     for variant in sorted(variants, key=_variant_rank):
         by_language.setdefault(variant.dataset.language, []).append(variant)
     return [
-        LanguageTab(language=language, name=LANGUAGE_NAMES.get(language, language),
+        LanguageTab(language=language, name=display_name(language),
                     primary=items[0], others=items[1:])
         for language, items in sorted(by_language.items(),
-                                      key=lambda item: _language_rank(item[0]))
+                                      key=lambda item: language_rank(item[0]))
     ]
 
 

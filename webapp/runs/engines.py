@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from evaluator.engine import Engine, EngineConfig, ResultCache
-from evaluator.languages.base import RunOptions
+from evaluator.records import RunOptions
 
 logger = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from evaluator.languages.registry import display_name, language_rank
 from evaluator.profiles import PROFILES, default_profile, get_profile
 from evaluator.sanitize import sanitize_by_default
 from webapp.benchmarks.models import Dataset
@@ -82,10 +83,7 @@ class UploadForm(forms.Form):
         self.user = user
         self.api = api
         datasets = list(dataset_list())
-        self.fields["dataset"].widget = forms.Select(
-            choices=[(str(d.pk), f"{d.key} ({d.problem_count} problems, version {d.version})")
-                     for d in datasets]
-        )
+        self.fields["dataset"].widget = forms.Select(choices=dataset_choices(datasets))
         teams = list(teams_for_user(user=user))
         self.fields["team"].widget = forms.Select(choices=[(t.slug, t.name) for t in teams])
         if datasets and not self.is_bound:
@@ -129,6 +127,16 @@ class UploadForm(forms.Form):
             dataset = self.cleaned_data.get("dataset")
             return isinstance(dataset, Dataset) and sanitize_by_default(dataset.layout)
         return bool(self.cleaned_data.get("sanitize"))
+
+
+def dataset_choices(datasets: list[Dataset]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The datasets for a select box, grouped under their programming language's display
+    name, languages in the registry's order (unknown ones last)."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for d in sorted(datasets, key=lambda d: language_rank(d.language)):
+        label = f"{d.key} ({d.problem_count} problems, version {d.version})"
+        groups.setdefault(d.language, []).append((str(d.pk), label))
+    return [(display_name(language), items) for language, items in groups.items()]
 
 
 def profile_help_text(dataset_names: list[str]) -> str:

@@ -9,8 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from evaluator.engine import Engine, EngineConfig
-from evaluator.languages.base import RunOptions
-from evaluator.records import Problem, Sample, SampleResult
+from evaluator.records import Problem, RunOptions, Sample, SampleResult
 from evaluator.sandbox.base import SandboxLimits
 
 

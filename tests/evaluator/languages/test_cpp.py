@@ -12,7 +12,7 @@ from language_support import evaluate_one, local_engine
 
 from evaluator.datasets import load_dataset
 from evaluator.engine import Engine
-from evaluator.languages.base import LanguageError, RunOptions
+from evaluator.languages.base import LanguageError
 from evaluator.languages.cpp import (
     CODEGEEX_HEADERS,
     Cpp,
@@ -20,7 +20,7 @@ from evaluator.languages.cpp import (
     prelude,
     rewrite_test,
 )
-from evaluator.records import Problem, Sample, SampleResult
+from evaluator.records import Problem, RunOptions, Sample, SampleResult
 from evaluator.selfcheck import selfcheck, summarize
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")

@@ -12,9 +12,9 @@ from language_support import evaluate_one, local_engine, processes_with
 
 from evaluator.datasets import load_dataset
 from evaluator.engine import Engine, EngineConfig
-from evaluator.languages.base import LanguageError, RunOptions
+from evaluator.languages.base import LanguageError
 from evaluator.languages.java import Java, class_names, javatuples, rewrite_test
-from evaluator.records import Problem, Sample, SampleResult
+from evaluator.records import Problem, RunOptions, Sample, SampleResult
 from evaluator.selfcheck import selfcheck
 from tests.backends import require_backend
 

@@ -11,9 +11,9 @@ from language_support import evaluate_one, gone, local_engine
 
 from evaluator.datasets import load_dataset
 from evaluator.engine import Engine
-from evaluator.languages.base import LanguageError, RunOptions
+from evaluator.languages.base import LanguageError
 from evaluator.languages.js import JavaScript
-from evaluator.records import Problem, Sample, SampleResult
+from evaluator.records import Problem, RunOptions, Sample, SampleResult
 from evaluator.selfcheck import selfcheck
 
 JS = JavaScript()

@@ -9,9 +9,8 @@ import pytest
 from language_support import evaluate_one, local_engine
 
 from evaluator.engine import Engine, EngineConfig
-from evaluator.languages.base import RunOptions
 from evaluator.languages.python import Python
-from evaluator.records import Problem, Sample
+from evaluator.records import Problem, RunOptions, Sample
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Add two numbers."""\n'
 TEST = "\n\ndef check(candidate):\n    assert candidate(1, 2) == 3\n\ncheck(add)\n"

@@ -18,8 +18,7 @@ import pytest
 from sandbox_programs import require_backend
 
 from evaluator.engine import Engine, EngineConfig
-from evaluator.languages.base import RunOptions
-from evaluator.records import Problem, Sample
+from evaluator.records import Problem, RunOptions, Sample
 from evaluator.samples import read_samples
 from evaluator.sandbox.base import SandboxLimits
 

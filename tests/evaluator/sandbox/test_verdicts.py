@@ -13,8 +13,7 @@ import pytest
 from sandbox_programs import REAL_BACKENDS, require_backend
 
 from evaluator.engine import Engine, EngineConfig
-from evaluator.languages.base import RunOptions
-from evaluator.records import Problem, Sample, SampleResult
+from evaluator.records import Problem, RunOptions, Sample, SampleResult
 from evaluator.sandbox.base import SandboxLimits
 
 PROMPT = 'def add(a, b):\n    """Add two numbers."""\n'

@@ -102,7 +102,7 @@ def test_chunks_lease_one_engine_per_configuration(unstarted_run, monkeypatch, s
 
 
 def test_an_engine_whose_evaluation_failed_is_not_reused(monkeypatch):
-    from evaluator.languages.base import RunOptions
+    from evaluator.records import RunOptions
 
     engines.engines_close()
     with pytest.raises(RuntimeError), engines.engine_lease(

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evaluator import language_check
 from evaluator.datasets import load_dataset
+from evaluator.languages.registry import display_name
 from tests.polyglot import LANGUAGES, generations, require_parser, write_dataset
 from tests.webapp.support import RIGHT_0, client_for, write_jsonl
 from webapp.benchmarks.models import Dataset
@@ -76,8 +76,8 @@ def test_api_refuses_generations_in_another_language_and_names_it(
     assert response.status_code == 400
     issues = [i for i in response.json()["issues"] if i["code"] == "wrong_language"]
     assert len(issues) == 1, response.json()
-    name = language_check.LANGUAGE_NAMES[written]
-    want = language_check.LANGUAGE_NAMES[target]
+    name = display_name(written)
+    want = display_name(target)
     assert f"These generations look like {name}, not {want}" in issues[0]["message"]
     # The matching variant is offered by its key and id.
     assert f"Evaluate against {polyglot[written].key} (dataset {polyglot[written].pk})" \
