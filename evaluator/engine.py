@@ -363,8 +363,12 @@ class Engine:
         # The retry's tests are not streamed: a live view already showed the first's.
         with self._turns.exclusive():
             again = self._execute(unit)
+        # What the first attempt measured stays with the result: why it was run again.
+        measured = {key: (first.facts or {}).get(key)
+                    for key in ("killed_for", "cpu_ms", "sandbox_cpu_ms", "wall_ms")}
         return replace(again, attempts=2, first_status=first.status,
-                       unstable=again.status != first.status)
+                       unstable=again.status != first.status,
+                       facts={**(again.facts or {}), "first_attempt": measured})
 
     def _execute(self, unit: _Unit,
                  on_progress: Callable[[dict[str, Any]], None] | None = None) -> SampleResult:
@@ -473,15 +477,20 @@ def load_may_decide(result: SampleResult, backend: Backend) -> bool:
     time: the kernel bills CPU by ticks, and on a busy machine other processes' bursts
     land on whoever holds the tick (docs/sandbox.md, "Verdicts under load"). A program
     that spent its whole budget computing, such as an endless loop, would time out on an
-    idle machine too; running it again alone only made the other workers wait. gVisor
-    counts waiting for a CPU as CPU time, so there every timeout may be load's."""
+    idle machine too; running it again alone only made the other workers wait.
+
+    gVisor counts waiting for a CPU as the program's CPU time, so there the program's own
+    figure proves nothing; what the host's CPU accounting saw the whole sandbox use during
+    the job does (`sandbox_cpu_ms`, from the session's cgroup). Without that figure every
+    timeout under gVisor may be load's."""
     if result.status not in RETRIED_STATUSES:
         return False
     facts = result.facts or {}
     if result.status != "timeout" or facts.get("killed_for") != "cpu":
         return True
-    used, limit = facts.get("cpu_ms"), facts.get("cpu_limit_ms")
-    if not backend.cpu_time_exact or used is None or not limit:
+    limit = facts.get("cpu_limit_ms")
+    used = facts.get("cpu_ms") if backend.cpu_time_exact else facts.get("sandbox_cpu_ms")
+    if used is None or not limit:
         return True
     return float(used) < CPU_BUDGET_SPENT * float(limit)
 

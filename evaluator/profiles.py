@@ -372,6 +372,7 @@ def run_facts(answer: Mapping[str, Any], cpu_limit_s: float) -> dict[str, Any]:
         "signal": run.get("signal"),
         "finished": any(r.get("kind") == "done" for r in records),
         "cpu_ms": run.get("cpu_ms"),
+        "sandbox_cpu_ms": run.get("sandbox_cpu_ms"),
         "wall_ms": run.get("wall_ms"),
         "cpu_limit_ms": cpu_limit_s * 1000,
         "killed_for": killed_for,

@@ -98,6 +98,15 @@ class SandboxCgroup:
             # Half a cgroup would silently leave one limit to the rlimits: all or nothing.
             SandboxCgroup(dirs, 1).remove()
             return None
+        # CPU accounting only informs (see `cpu_usage_ns`): a group without it is used.
+        own = _own_path("cpuacct")
+        mount = CGROUP_ROOT / "cpuacct"
+        if own is not None and (mount / "cpuacct.usage").exists():
+            path = mount / own.lstrip("/") / name
+            with contextlib.suppress(OSError):
+                _remove_stale(path.parent)
+                path.mkdir()
+                dirs["cpuacct"] = path
         return cls(dirs, 1)
 
     @classmethod
@@ -170,6 +179,23 @@ class SandboxCgroup:
             if key == "max":
                 return int(value)
         return 0
+
+    def cpu_usage_ns(self) -> int | None:
+        """CPU time, user and system, that every process of the group has used so far, as
+        the host counts it: only time spent running, never time spent waiting for a CPU.
+        None when the group has no CPU accounting."""
+        try:
+            if self.version == 2:
+                for line in (self.dirs["memory"] / "cpu.stat").read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) * 1000
+                return None
+            if "cpuacct" not in self.dirs:
+                return None
+            return int((self.dirs["cpuacct"] / "cpuacct.usage").read_text())
+        except (OSError, ValueError):
+            return None
 
     def pids_current(self) -> int:
         """Host tasks (processes and threads) in the group now."""

@@ -255,6 +255,7 @@ class RunnerSession:
                         self._memory_limit = limit
                 oom_before = cgroup.oom_kills()
             refused_before = cgroup.pids_refused() if cgroup is not None else 0
+            cpu_before = cgroup.cpu_usage_ns() if cgroup is not None else None
             started = time.monotonic()
             if on_progress is not None:
                 job = {**job, "stream": True}
@@ -284,10 +285,15 @@ class RunnerSession:
                     raise RunnerDied(f"{exc}; the sandbox reached its process limit") from exc
                 raise
             self._busy = False
-            if cgroup is not None and cgroup.oom_kills() > oom_before:
-                steps = answer.get("steps") or []
-                if steps:
-                    steps[-1]["oom_killed"] = True
+            steps = answer.get("steps") or []
+            if cgroup is not None and cgroup.oom_kills() > oom_before and steps:
+                steps[-1]["oom_killed"] = True
+            cpu_after = cgroup.cpu_usage_ns() if cgroup is not None else None
+            if steps and cpu_before is not None and cpu_after is not None:
+                # What the whole sandbox (runner, program, and under gVisor the Sentry
+                # working for it) used of the host's CPU during this job: unlike the
+                # program's own CPU time under gVisor, waiting for a CPU is not in it.
+                steps[-1]["sandbox_cpu_ms"] = round((cpu_after - cpu_before) / 1e6, 3)
             if answer.get("runner_poisoned"):
                 # The runner answered, then ended: start the next job on a fresh one.
                 self.close()

