@@ -350,7 +350,7 @@ def ours(cases: list[Case], *, workers: int, backend: str,
                              cache=None)) as engine:
         for event in engine.evaluate(problems, samples):
             if event["type"] == "sample_finished":
-                result = event["result"]  # type: ignore[typeddict-item]
+                result = event["result"]
                 results[result.completion_id] = result
         return results, engine.backend.name
 

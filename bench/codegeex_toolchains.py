@@ -33,8 +33,13 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def js_env() -> dict[str, str]:
+    # NODE_EXTRA_CA_CERTS (set on machines behind a TLS proxy, as here) makes every node
+    # start parse the whole CA bundle: about 35 ms of CPU on top of node's own 25 ms.
+    # Our programs never see it (the sandbox clears the environment); empty, node skips
+    # it, so CodeGeeX's node starts as on a machine without it, like ours.
     return {"NODE_PATH": os.environ.get("EVALUATOR_NODE_MODULES",
-                                        str(RUNTIME / "js" / "node_modules"))}
+                                        str(RUNTIME / "js" / "node_modules")),
+            "NODE_EXTRA_CA_CERTS": ""}
 
 
 def go_env() -> dict[str, str]:
