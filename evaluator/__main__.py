@@ -5,6 +5,7 @@
         [--results OUT.jsonl] [--sanitize/--no-sanitize] [--max-expanded-bytes N] [--json]
     python -m evaluator selfcheck [--dataset NAME | --dataset-file PATH]
     python -m evaluator sandbox [--calibrate] [--json]
+    python -m evaluator submit --server URL [--token T] FILE [--dataset KEY] [--wait] [--json]
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from evaluator.client import add_submit_parser
 from evaluator.datasets import Dataset, DatasetError, load_dataset
 from evaluator.engine import Engine, EngineConfig, SqliteCache
 from evaluator.gzip_limit import DEFAULT_MAX_EXPANDED_BYTES
-from evaluator.languages.base import RunOptions
+from evaluator.manifest import build_manifest, file_sha256
 from evaluator.metrics import MetricError, curve_with_ci, mean_pct_pass, reportable_ks
 from evaluator.profiles import PROFILES, Profile, default_profile, get_profile
 from evaluator.raw_verdicts import evaluate_with_raw_verdicts, verdict_changed
-from evaluator.records import STATUSES, Sample, SampleResult
+from evaluator.records import STATUSES, RunOptions, Sample, SampleResult
 from evaluator.sandbox.base import Backend, SandboxError, SandboxLimits
 from evaluator.sandbox.levels import describe_choices
 from evaluator.sanitize import sanitize_by_default
@@ -318,6 +320,12 @@ def command_evaluate(args: argparse.Namespace) -> int:
     if sanitize:
         summary["sanitizing"] = _sanitizing_summary(samples, results)
     summary["results_file"] = str(results_path)
+    summary["manifest"] = build_manifest(
+        generation_sha256=file_sha256(args.samples), generation_name=Path(args.samples).name,
+        dataset_key=dataset.key, dataset_version=dataset.version, options=engine.config.options,
+        sanitize=sanitize, backend=backend,
+        languages={problems[sample.task_id].language for sample in samples
+                   if sample.task_id in problems})
     if args.json:
         json.dump(summary, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -534,6 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     selfcheck = commands.add_parser("selfcheck", help="run every canonical solution")
     _add_common(selfcheck)
     selfcheck.set_defaults(handler=command_selfcheck)
+    add_submit_parser(commands)
     return parser
 
 

@@ -21,11 +21,10 @@ from django.db import close_old_connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from evaluator.languages.base import RunOptions
+from evaluator.engine import EngineEvent
 from evaluator.raw_verdicts import evaluate_with_raw_verdicts
+from evaluator.records import RunOptions, SampleResult, cap_text
 from evaluator.records import Sample as EvaluatorSample
-from evaluator.records import SampleResult, cap_text
-from evaluator.sandbox.base import SandboxLimits
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.runs.dispatch import send_chunks
 from webapp.runs.engines import engine_lease
@@ -39,6 +38,7 @@ from webapp.runs.events import (
 )
 from webapp.runs.leases import Heartbeat, lease_end
 from webapp.runs.live import emit_run_event, next_event_seq, run_event_record, run_finished_record
+from webapp.runs.manifests import run_manifest_record
 from webapp.runs.models import CachedResult, Chunk, Run, Sample
 from webapp.runs.selectors import run_counts_and_status
 from webapp.runs.transient import TRANSIENT_DB_ERRORS, db_retry
@@ -112,13 +112,6 @@ def storable(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [storable(item) for item in value]
     return value
-
-
-def run_options(options: dict[str, Any]) -> RunOptions:
-    limits = SandboxLimits.for_timeout(float(options.get("timeout_seconds", 10.0)),
-                                       memory_mb=int(options.get("memory_mb", 1024)))
-    return RunOptions(task=options.get("task", "generation"), tests=options.get("tests", "hidden"),
-                      limits=limits, profile=options.get("profile") or "strict")
 
 
 def run_start(*, run_id: int) -> list[tuple[int, str]]:
@@ -295,7 +288,8 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str) -> str | None:
         # machine that runs it says how strongly to isolate it.
         with heartbeat, engine_lease(backend=settings.EVALUATOR_SANDBOX,
                                      workers=settings.EVALUATOR_WORKERS,
-                                     options=run_options(run.options), cache=cache) as engine:
+                                     options=RunOptions.from_dict(run.options),
+                                     cache=cache) as engine:
             # A sample that sanitizing changed is also run as written, so the run can
             # say which verdicts sanitizing changed (`raw_status`).
             for event in evaluate_with_raw_verdicts(engine, problems, samples, cancel=stop):
@@ -304,6 +298,11 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str) -> str | None:
                     # recorded stays pending, so whoever takes the chunk next picks it up.
                     break
                 _forward(event, run=run, sample_ids=sample_ids, cache=cache)
+            if not stop.is_set():
+                # Asked here, of this worker's own toolchains and sandbox.
+                db_retry(lambda: run_manifest_record(run=run, engine=engine,
+                                                     language=chunk.language),
+                         what="recording the manifest")
     finally:
         close_old_connections()
     if heartbeat.lost:
@@ -311,7 +310,7 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str) -> str | None:
     return "cancelled" if stop.is_set() else None
 
 
-def _forward(event: Any, *, run: Run, sample_ids: list[int],
+def _forward(event: EngineEvent, *, run: Run, sample_ids: list[int],
              cache: DatabaseResultCache | None) -> None:
     """Record one engine event and send it live."""
     if event["type"] == "test_reported":

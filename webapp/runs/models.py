@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -63,6 +64,16 @@ class Run(models.Model):
     )
     coverage = models.JSONField(default=dict)
     harness_version = models.CharField(max_length=20)
+    manifest = models.JSONField(
+        default=dict, blank=True,
+        help_text="What produced its verdicts (`evaluator.manifest`), as the workers that "
+        "evaluated it recorded it; empty for runs evaluated before manifests.",
+    )
+    reproduction_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="reproductions",
+        help_text="The run this one re-evaluates to check its verdicts; such runs are kept "
+        "out of lists and leaderboards (`webapp.runs.reproduce`).",
+    )
 
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     error = models.TextField(blank=True)
@@ -160,6 +171,7 @@ class RunChange(models.Model):
         MODEL_META = "model_meta", "Model metadata"
         LEADERBOARD = "leaderboard", "Leaderboards"
         DELETED = "deleted", "Deleted"
+        STATUS = "status", "Status (cancel, resume)"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="changes")
     actor = models.ForeignKey(
@@ -349,7 +361,46 @@ class CachedResult(models.Model):
         return self.key
 
 
-class ProfileComparison(models.Model):
+class LeasedJob(models.Model):
+    """A job about a run that a person asks for and one worker computes, claimed and held
+    under a heartbeat lease (`webapp.runs.jobs`). A subclass adds `status`, whose values
+    are queued, running, done and failed."""
+
+    error = models.TextField(blank=True)
+    claim = models.CharField(
+        max_length=32, blank=True, help_text="Token of the delivery that computes it."
+    )
+    lease_until = models.DateTimeField(
+        null=True, blank=True, help_text="Renewed by its holder's heartbeat while it runs."
+    )
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    queued_patience: timedelta | None = None
+    """How long a sent job may wait for a worker before it may be asked for again; None
+    for as long as it takes (the sweeper sends it again)."""
+
+    class Meta:
+        abstract = True
+
+    @property
+    def in_progress(self) -> bool:
+        """Sent and not yet taken, or held by a worker whose lease is still renewed. One
+        whose worker died (its lease has passed) may be asked for again."""
+        status = getattr(self, "status", "")
+        if status == "queued":
+            if self.dispatched_at is None:
+                return False
+            return (self.queued_patience is None
+                    or self.dispatched_at > timezone.now() - self.queued_patience)
+        if status == "running":
+            return self.lease_until is not None and self.lease_until > timezone.now()
+        return False
+
+
+class ProfileComparison(LeasedJob):
     """A run re-scored under every harness profile: asked for by a person, computed by one
     task (`rescoring.profile_comparison_run`), held by a heartbeat lease while it runs."""
 
@@ -368,7 +419,6 @@ class ProfileComparison(models.Model):
         max_length=30, help_text="The run's own profile: the one its headline numbers use."
     )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    error = models.TextField(blank=True)
     profiles_total = models.PositiveIntegerField(default=0)
     profiles_done = models.PositiveIntegerField(default=0)
     dependent = models.JSONField(
@@ -376,29 +426,8 @@ class ProfileComparison(models.Model):
         help_text='Problems whose verdict depends on the profile: [{"task_id", "n", '
                   '"passed": {profile: c}, "reason"}], in task order.',
     )
-    claim = models.CharField(
-        max_length=32, blank=True, help_text="Token of the delivery that computes it."
-    )
-    lease_until = models.DateTimeField(
-        null=True, blank=True, help_text="Renewed by its holder's heartbeat while it runs."
-    )
-    dispatched_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
     def __str__(self) -> str:
         return f"profile comparison of run {self.run_id}: {self.status}"
-
-    @property
-    def in_progress(self) -> bool:
-        """Sent and not yet taken, or held by a worker whose lease is still renewed. One
-        whose worker died (its lease has passed) may be asked for again."""
-        if self.status == self.Status.QUEUED:
-            return self.dispatched_at is not None
-        if self.status == self.Status.RUNNING:
-            return self.lease_until is not None and self.lease_until > timezone.now()
-        return False
 
 
 class ProfileScore(models.Model):

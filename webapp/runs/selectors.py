@@ -14,6 +14,7 @@ from webapp.runs.events import (
     DurableEvent,
     LogEntry,
     PassAtKValue,
+    ProblemCount,
     RunProgress,
     SnapshotEvent,
     log_entry,
@@ -21,6 +22,7 @@ from webapp.runs.events import (
 )
 from webapp.runs.models import ProblemResult, Run, RunEvent, RunMetric, Sample
 from webapp.runs.profile_reports import run_profiles_json
+from webapp.runs.verified import run_verification
 from webapp.teams.models import Membership
 
 Viewer = AbstractBaseUser | AnonymousUser
@@ -28,14 +30,17 @@ REPORTED_KS = (1, 10, 100)
 LOG_LENGTH = 50
 
 
-def visible_runs(*, user: Viewer) -> QuerySet[Run]:
+def visible_runs(*, user: Viewer, reproductions: bool = False) -> QuerySet[Run]:
     """Public runs, the user's own, and team runs of the teams the user belongs to; never a
-    deleted run (only `lifecycle.deleted_runs_for_user` finds those, for restoring)."""
+    deleted run (only `lifecycle.deleted_runs_for_user` finds those, for restoring). A
+    reproduction (`webapp.runs.reproduce`) is left out of every list, leaderboard and
+    comparison unless `reproductions`: only its own pages show it."""
     rule = Q(visibility=Run.Visibility.PUBLIC)
     if user.is_authenticated:
         teams = Membership.objects.filter(user_id=user.pk).values("team_id")
         rule |= Q(owner_id=user.pk) | Q(visibility=Run.Visibility.TEAM, team_id__in=teams)
-    return Run.objects.filter(rule, deleted_at__isnull=True)
+    runs = Run.objects.filter(rule, deleted_at__isnull=True)
+    return runs if reproductions else runs.filter(reproduction_of__isnull=True)
 
 
 def get_run_for_user(*, user: Viewer, run_id: int) -> Run:
@@ -44,7 +49,7 @@ def get_run_for_user(*, user: Viewer, run_id: int) -> Run:
     Every view, API endpoint and websocket consumer that touches a run goes through here.
     """
     # The profile comparison rides along: the run page and its status answers draw it.
-    run = visible_runs(user=user).select_related(
+    run = visible_runs(user=user, reproductions=True).select_related(
         "dataset", "team", "owner", "profile_comparison").filter(
         pk=run_id
     ).first()
@@ -147,7 +152,22 @@ def run_snapshot(*, run: Run) -> SnapshotEvent:
         progress=progress,
         log=recent_log(run=run),
         pass_at_k=run_pass_at_k(run=run),
+        problems=run_problem_counts(run=run, up_to_seq=seq),
     )
+
+
+def run_problem_counts(*, run: Run, up_to_seq: int) -> list[ProblemCount]:
+    """Every problem of the run, in problem order, with its samples finished by event
+    `up_to_seq` (n) and the passing ones among them (c): the rows and the curve of a live
+    page, on top of which the events after `up_to_seq` apply. One grouped query."""
+    finished = Q(seq__isnull=False, seq__lte=up_to_seq)
+    rows = (Sample.objects.filter(run=run).order_by()
+            .values("variant__problem__number", "task_id")
+            .annotate(n=Count("pk", filter=finished),
+                      c=Count("pk", filter=finished & Q(status="passed")))
+            .order_by("variant__problem__number", "task_id"))
+    return [ProblemCount(task_id=row["task_id"], number=row["variant__problem__number"],
+                         n=row["n"], c=row["c"]) for row in rows]
 
 
 def run_event_seq(*, run_id: int) -> int:
@@ -223,6 +243,7 @@ def run_summary(*, run: Run, include_problems: bool = True) -> dict[str, Any]:
         "visibility": run.visibility,
         "team": run.team.slug,
         "on_leaderboards": run.retracted_at is None,
+        "verified": run_verification(run=run).to_dict(),
         "owner": run.owner.get_username(),
         "dataset": {"id": run.dataset_id, "key": run.dataset.key,
                     "version": run.dataset.version},

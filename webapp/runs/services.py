@@ -17,7 +17,7 @@ from evaluator.records import HARNESS_VERSION
 from webapp.benchmarks.selectors import problem_variant_ids
 from webapp.runs.dispatch import send_run_start
 from webapp.runs.live import run_finished_record
-from webapp.runs.models import Chunk, Run, Sample
+from webapp.runs.models import Chunk, Run, RunChange, Sample
 from webapp.runs.selectors import run_can_manage
 from webapp.runs.uploads import UploadCheck
 from webapp.teams.models import Membership, Team
@@ -149,16 +149,27 @@ def _store_samples(*, run: Run, rows: list[SampleRow]) -> None:
     run.samples_total, run.chunks_total = len(rows), len(chunks)
 
 
+def run_change_record(*, run: Run, actor: AbstractBaseUser, field: str, before: str,
+                      after: str) -> None:
+    """One entry of the run's audit trail (shown on the run page, `GET .../changes`)."""
+    RunChange.objects.create(run=run, actor=actor, actor_name=actor.get_username()[:150],
+                             field=field, before=before, after=after)
+
+
 def run_cancel(*, user: AbstractBaseUser, run: Run) -> bool:
     """Stop a run: queued chunks are dropped, running ones stop after their current sample."""
     if not run_can_manage(user=user, run=run):
         raise PermissionDenied("Only the run's owner or a team owner can cancel it.")
     with transaction.atomic():
-        cancelled = Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).update(
+        before = Run.objects.select_for_update().filter(
+            pk=run.pk, status__in=Run.ACTIVE).values_list("status", flat=True).first()
+        if before is None:
+            return False
+        Run.objects.filter(pk=run.pk).update(
             status=Run.Status.CANCELLED, finished_at=timezone.now()
         )
-        if not cancelled:
-            return False
+        run_change_record(run=run, actor=user, field=RunChange.Field.STATUS, before=before,
+                          after=Run.Status.CANCELLED)
         Chunk.objects.filter(run=run, status=Chunk.Status.QUEUED).update(
             status=Chunk.Status.CANCELLED
         )
@@ -172,6 +183,13 @@ def run_rerun(*, user: AbstractBaseUser, run: Run, use_cache: bool = True) -> Ru
         raise PermissionDenied("Only the run's owner or a team owner can re-run it.")
     if Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE).exists():
         raise ValidationError("The run is still going; cancel it first.")
+    return run_copy(owner=user, run=run, use_cache=use_cache, rerun_of=run)
+
+
+def run_copy(*, owner: AbstractBaseUser, run: Run, use_cache: bool, rerun_of: Run | None = None,
+             reproduction_of: Run | None = None) -> Run:
+    """A new queued run over `run`'s samples, dataset and options, sent to the workers when
+    the transaction commits. The caller has checked who may ask for it."""
     rows = [
         SampleRow(task_id=t, source_task_id=st, index=i, line=ln, raw=r, completion=c,
                   sanitized=s, notes=n, is_full_program=f)
@@ -181,11 +199,12 @@ def run_rerun(*, user: AbstractBaseUser, run: Run, use_cache: bool = True) -> Ru
     ]
     with transaction.atomic():
         new = Run.objects.create(
-            owner=user, team=run.team, visibility=run.visibility,
+            owner=owner, team=run.team, visibility=run.visibility,
             name=run.name, model_name=run.model_name, model_meta=run.model_meta,
             dataset=run.dataset, file_name=run.file_name, file_sha256=run.file_sha256,
             file_size=run.file_size, file_layout=run.file_layout, options=run.options,
-            fingerprint=run.fingerprint, use_cache=use_cache, rerun_of=run,
+            fingerprint=run.fingerprint, use_cache=use_cache, rerun_of=rerun_of,
+            reproduction_of=reproduction_of,
             coverage=run.coverage, harness_version=HARNESS_VERSION,
         )
         _store_samples(run=new, rows=rows)

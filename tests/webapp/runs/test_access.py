@@ -82,20 +82,21 @@ def test_teammate_cannot_cancel_or_rerun_but_team_owner_can(personas, humaneval)
     assert other.status == Run.Status.RUNNING
 
 
-@pytest.mark.parametrize(
-    ("visibility", "viewer", "expected"),
-    [
-        ("private", "owner", 200),
-        ("private", "teammate", 404),
-        ("private", "outsider", 404),
-        ("private", "anonymous", 404),
-        ("team", "teammate", 200),
-        ("team", "outsider", 404),
-        ("team", "anonymous", 404),
-        ("public", "outsider", 200),
-        ("public", "anonymous", 200),
-    ],
-)
+VISIBILITY_RULES = [
+    ("private", "owner", 200),
+    ("private", "teammate", 404),
+    ("private", "outsider", 404),
+    ("private", "anonymous", 404),
+    ("team", "teammate", 200),
+    ("team", "outsider", 404),
+    ("team", "anonymous", 404),
+    ("public", "outsider", 200),
+    ("public", "anonymous", 200),
+]
+"""(visibility, viewer, status of the run page): what every page of a run answers too."""
+
+
+@pytest.mark.parametrize(("visibility", "viewer", "expected"), VISIBILITY_RULES)
 def test_visibility_rules(visibility, viewer, expected, personas, humaneval):
     run = RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval,
                      visibility=visibility)
