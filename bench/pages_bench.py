@@ -171,12 +171,18 @@ def main() -> None:
         "run page": f"/runs/{a.pk}/",
         "run page, 2 overlays": f"/runs/{a.pk}/?overlay={b.pk},{c.pk}",
         "run page, sorted + filtered": f"/runs/{a.pk}/?sort=pass1&order=desc&show=failing",
+        # Defect-aware scores (three ways, each with its bootstrap interval): the run page
+        # and the leaderboard ranked by each way.
+        "run page, scores=excluding": f"/runs/{a.pk}/?scores=excluding",
+        "run page, scores=patched": f"/runs/{a.pk}/?scores=patched",
         "comparison (A vs B)": f"/compare/{a.pk}/{b.pk}/",
         "comparison, filtered": f"/compare/{a.pk}/{b.pk}/?differ=1&failures=1",
         "baseline vs 2": f"/compare/baseline/{a.pk}/?with={b.pk},{c.pk}",
         "side by side": f"/compare/{a.pk}/{b.pk}/problems/{number}/?ws=1&canonical=1",
         "leaderboard (global)": "/leaderboard/",
         "leaderboard (team)": f"/teams/{team}/leaderboard/",
+        "leaderboard, scores=excluding": "/leaderboard/?scores=excluding",
+        "leaderboard, scores=patched": "/leaderboard/?scores=patched",
         "problem list": "/problems/",
         "problem page": f"/problems/{number}/",
         "sample list (failed)": f"/runs/{a.pk}/samples/?status=failed",
@@ -191,7 +197,9 @@ def main() -> None:
           f"{c.samples_total:,} samples · pass@1 of A = "
           f"{a.metrics.get(k=1).value:.4f} · sandbox {a.sandbox_backend}")
     print(f"{'page':<30}{'median ms':>12}{'max ms':>10}  target")
-    targets = {"run page", "comparison (A vs B)", "leaderboard (global)", "leaderboard (team)"}
+    targets = {"run page", "comparison (A vs B)", "leaderboard (global)", "leaderboard (team)",
+               "run page, scores=excluding", "run page, scores=patched",
+               "leaderboard, scores=excluding", "leaderboard, scores=patched"}
     failed = []
     for label, result in figures.items():
         verdict = ""

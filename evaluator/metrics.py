@@ -8,6 +8,7 @@ reports pass@100 from 20 samples, and both go unnoticed because they look like s
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -216,12 +217,23 @@ def _bootstrap_means(scores: FloatArray, resamples: int, seed: int) -> FloatArra
     All columns share the same resampled rows. Each resample is stored as how often it drew
     each problem, so the means are one matrix product rather than a gather per column.
     """
-    problems = scores.shape[0]
+    # A column slice comes in Fortran order, which makes the product several times slower.
+    weights = _resample_weights(scores.shape[0], resamples, seed)
+    means: FloatArray = (weights @ np.ascontiguousarray(scores)) / scores.shape[0]
+    return means
+
+
+@functools.lru_cache(maxsize=8)
+def _resample_weights(problems: int, resamples: int, seed: int) -> FloatArray:
+    """How often each resample draws each problem. It depends only on its arguments, and
+    pages that score many runs over the same problems (a leaderboard) ask for the same
+    draws again and again: drawing them is most of a bootstrap's cost, so keep a few."""
     draws = np.random.default_rng(seed).integers(0, problems, size=(resamples, problems))
     flat = (draws + np.arange(resamples)[:, None] * problems).ravel()
-    weights = np.bincount(flat, minlength=resamples * problems).reshape(resamples, problems)
-    means: FloatArray = (weights.astype(np.float64) @ scores) / problems
-    return means
+    weights: FloatArray = np.bincount(flat, minlength=resamples * problems).reshape(
+        resamples, problems).astype(np.float64)
+    weights.flags.writeable = False
+    return weights
 
 
 def _percentiles(means: FloatArray, confidence: float) -> tuple[FloatArray, FloatArray]:
@@ -545,6 +557,17 @@ def sign_flip_p(
     return float(p)
 
 
+def sign_flip_p_columns(
+    differences: npt.ArrayLike, *, permutations: int = 10_000, seed: int = 0
+) -> FloatArray:
+    """`sign_flip_p` of each column of a problems x pairs matrix, in one pass. A problem a
+    pair does not share is a 0 in its column: it changes no sum, so it changes no p."""
+    matrix = np.asarray(differences, dtype=np.float64)
+    if matrix.ndim != 2 or not np.all(np.isfinite(matrix)):
+        raise MetricError("differences must be a finite problems x pairs matrix")
+    return _sign_flip_many(matrix, permutations, seed)
+
+
 def _sign_flip_many(differences: FloatArray, permutations: int, seed: int) -> FloatArray:
     """`sign_flip_p` of each column of `differences` (problems x pairs); the Monte Carlo
     columns share one set of random sign vectors."""
@@ -761,3 +784,84 @@ def seed_variance(seeds: Mapping[str, Mapping[str, tuple[int, int]]]) -> SeedVar
         seeds=count, problems=problems, pass1=grand, seed=ms_seed / problems,
         problem=max(0.0, ms_problem - ms_resid) / (count * problems), residual=ms_resid,
     )
+
+
+# -- one problem, two variants: exact tests on pass/fail counts ------------------------------
+def _log_factorials(largest: int) -> FloatArray:
+    table: FloatArray = np.zeros(largest + 1, dtype=np.float64)
+    if largest > 0:
+        table[1:] = np.cumsum(np.log(np.arange(1, largest + 1, dtype=np.float64)))
+    return table
+
+
+def _fisher_tables(
+    a_n: npt.ArrayLike, a_c: npt.ArrayLike, b_n: npt.ArrayLike, b_c: npt.ArrayLike
+) -> tuple[FloatArray, IntArray]:
+    """The hypergeometric law of each 2x2 table, one row per table: the pmf of A's passes
+    over every count A could have had with the margins fixed, lowest first and padded with
+    zeros; and the column of the observed count."""
+    n1, c1 = _counts(a_n, a_c)
+    n2, c2 = _counts(b_n, b_c)
+    if n1.shape != n2.shape:
+        raise MetricError(f"A and B differ in length: {n1.size} != {n2.size}")
+    total = n1 + n2
+    passes = c1 + c2
+    low = np.maximum(0, n1 - (total - passes))
+    high = np.minimum(n1, passes)
+    width = int((high - low).max()) + 1
+    x = low[:, None] + np.arange(width)[None, :]
+    inside = x <= high[:, None]
+    x = np.where(inside, x, low[:, None])
+    lf = _log_factorials(int(total.max()))
+    log_pmf = (lf[passes][:, None] - lf[x] - lf[passes[:, None] - x]
+               + lf[(total - passes)[:, None]] - lf[n1[:, None] - x]
+               - lf[(total - passes - n1)[:, None] + x]
+               - (lf[total] - lf[n1] - lf[n2])[:, None])
+    pmf: FloatArray = np.where(inside, np.exp(log_pmf), 0.0)
+    return pmf, c1 - low
+
+
+def fisher_exact_p(
+    a_n: npt.ArrayLike, a_c: npt.ArrayLike, b_n: npt.ArrayLike, b_c: npt.ArrayLike,
+    *, alternative: str = "two-sided",
+) -> FloatArray:
+    """Fisher's exact test of each problem's 2x2 table (A, B) x (passed, failed).
+
+    Arguments are per-problem vectors: A passed a_c of a_n samples, B b_c of b_n. With
+    the margins fixed, A's passes follow a hypergeometric law. "two-sided" sums the
+    probability of every table no more likely than the observed one (within a relative
+    1e-7, so that ties in floating point count as ties); "less" is P(A's passes <= a_c),
+    the evidence that A is harder than B.
+    """
+    if alternative not in ("two-sided", "less"):
+        raise MetricError(f"alternative must be 'two-sided' or 'less', got {alternative!r}")
+    pmf, observed = _fisher_tables(a_n, a_c, b_n, b_c)
+    rows = np.arange(pmf.shape[0])
+    if alternative == "less":
+        cumulative = np.cumsum(pmf, axis=1)
+        p: FloatArray = cumulative[rows, observed]
+    else:
+        at = pmf[rows, observed]
+        p = np.where(pmf <= at[:, None] * (1.0 + 1e-7), pmf, 0.0).sum(axis=1)
+    clipped: FloatArray = np.clip(p, 0.0, 1.0)
+    return clipped
+
+
+def fisher_combined_p(p_values: npt.ArrayLike) -> float:
+    """Fisher's method: one p-value for m independent tests of the same hypothesis.
+
+    -2 sum(ln p) follows a chi-squared law with 2m degrees of freedom, whose upper tail has
+    the closed form exp(-x/2) sum_{i<m} (x/2)^i / i! for even degrees of freedom.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1 or p.size == 0:
+        raise MetricError("combining needs a non-empty list of p-values")
+    if not np.all((p > 0.0) & (p <= 1.0)):  # also catches NaN
+        raise MetricError("p-values to combine must lie in (0, 1]")
+    half = float(-np.log(p).sum())
+    # The terms (x/2)^i / i! in log space, so that a large x does not overflow.
+    i = np.arange(p.size, dtype=np.float64)
+    log_terms = i * np.log(half) - _log_factorials(p.size - 1) if half > 0 else np.where(
+        i == 0, 0.0, -np.inf)
+    peak = float(np.max(log_terms))
+    return float(min(1.0, np.exp(-half + peak) * np.exp(log_terms - peak).sum()))

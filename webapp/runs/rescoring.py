@@ -14,37 +14,32 @@ transaction, only by the delivery that holds it.
 
 from __future__ import annotations
 
-import logging
 import threading
-import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import close_old_connections, transaction
-from django.db.models import Q, QuerySet
+from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from evaluator.engine import Engine, EngineConfig
 from evaluator.metrics import curve_with_ci, reportable_ks
 from evaluator.profiles import PROFILES, Profile, get_profile
-from evaluator.records import Problem, SampleResult, cap_text
+from evaluator.records import Problem, RunOptions, SampleResult, cap_text
 from evaluator.records import Sample as EvaluatorSample
 from evaluator.rescoring import Rescored, compare, rescore
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.runs.aggregation import CONFIDENCE, RESAMPLES, SEED
 from webapp.runs.dispatch import send_profile_comparison
-from webapp.runs.execution import DatabaseResultCache, run_options, storable
-from webapp.runs.leases import Heartbeat, lease_end
+from webapp.runs.execution import DatabaseResultCache, storable
+from webapp.runs.jobs import job_claim, job_held, job_run
 from webapp.runs.models import ProfileComparison, ProfileScore, Run, Sample
 from webapp.runs.selectors import REPORTED_KS, run_can_manage
-
-logger = logging.getLogger(__name__)
 
 REASON_LENGTH = 500
 """Characters kept of the reason a problem's verdict depends on the profile."""
@@ -106,19 +101,11 @@ def _enqueue(comparison_id: int, language: str) -> None:
 
 # -- the worker's side ----------------------------------------------------------------------
 def _claim(comparison_id: int) -> str | None:
-    token = uuid.uuid4().hex
-    now = timezone.now()
-    claimed = ProfileComparison.objects.filter(pk=comparison_id).filter(
-        Q(status=ProfileComparison.Status.QUEUED)
-        | Q(status=ProfileComparison.Status.RUNNING, lease_until__lt=now)
-    ).update(status=ProfileComparison.Status.RUNNING, claim=token, lease_until=lease_end(now),
-             started_at=now, profiles_done=0, error="")
-    return token if claimed else None
+    return job_claim(ProfileComparison.objects.filter(pk=comparison_id), profiles_done=0)
 
 
 def _held(comparison_id: int, claim: str) -> QuerySet[ProfileComparison]:
-    return ProfileComparison.objects.filter(pk=comparison_id, claim=claim,
-                                            status=ProfileComparison.Status.RUNNING)
+    return job_held(ProfileComparison.objects.filter(pk=comparison_id), claim)
 
 
 def profile_comparison_run(*, comparison_id: int) -> str:
@@ -128,29 +115,10 @@ def profile_comparison_run(*, comparison_id: int) -> str:
     claim = _claim(comparison_id)
     if claim is None:
         return "skipped"
-    stop = threading.Event()
-
-    def renew() -> bool:
-        return bool(_held(comparison_id, claim).update(lease_until=lease_end()))
-
-    heartbeat = Heartbeat(name=f"profiles-{comparison_id}", renew=renew, stop=stop)
-    try:
-        with heartbeat:
-            stored = _compare(comparison_id=comparison_id, claim=claim, stop=stop)
-    except Exception as exc:
-        logger.exception("comparing the harness profiles of comparison %s failed",
-                         comparison_id)
-        close_old_connections()
-        if isinstance(exc, SoftTimeLimitExceeded):
-            reason = ("It took longer than the task's time limit "
-                      f"({settings.CHUNK_TIME_LIMIT} s, WORKBENCH_CHUNK_TIME_LIMIT).")
-        else:
-            reason = f"{type(exc).__name__}: {exc}"
-        failed = _held(comparison_id, claim).update(
-            status=ProfileComparison.Status.FAILED, error=storable(cap_text(reason, 5000)),
-            finished_at=timezone.now(), lease_until=None)
-        return "failed" if failed else "lost"
-    return "done" if stored else "lost"
+    return job_run(name=f"profiles-{comparison_id}",
+                   job=ProfileComparison.objects.filter(pk=comparison_id), claim=claim,
+                   compute=lambda stop: _compare(comparison_id=comparison_id, claim=claim,
+                                                 stop=stop))
 
 
 def _compare(*, comparison_id: int, claim: str, stop: threading.Event) -> bool:
@@ -232,12 +200,12 @@ def _engine_factory(*, run: Run, cache: DatabaseResultCache | None
     never with a shorter limit than the profile's own: a sample run again because it was
     stopped before that limit must get it."""
     language = run.dataset.language
+    stored = RunOptions.from_dict(run.options)
 
     def make(profile: Profile) -> Engine:
-        timeout = max(float(run.options.get("timeout_seconds", 10.0)),
-                      profile.time_limit(language) or 0.0)
-        options = run_options({**run.options, "profile": profile.name,
-                               "timeout_seconds": timeout})
+        timeout = max(stored.limits.cpu_seconds, profile.time_limit(language) or 0.0)
+        options = RunOptions.from_dict({**run.options, "profile": profile.name,
+                                        "timeout_seconds": timeout})
         return Engine(EngineConfig(backend=settings.EVALUATOR_SANDBOX,
                                    workers=settings.EVALUATOR_WORKERS, options=options,
                                    cache=cache))

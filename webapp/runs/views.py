@@ -38,6 +38,7 @@ from webapp.runs.reports import (
     run_curves,
     run_facts,
     run_failure_breakdown,
+    run_live_config,
     run_problem_table,
     run_reported_ks,
     run_samples,
@@ -175,11 +176,13 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     # read before that number, so read its state again (events after it then apply on top).
     run.refresh_from_db(fields=["status", "error", "started_at", "finished_at", "recoveries",
                                 "recovered_at", "sandbox_backend"])
-    table = (run_problem_table(run=run, sort=sort, descending=descending, query=text,
-                               show=show, status=status)
-             if not run.is_active else None)
+    # A run still going shows its rows so far, which the page updates live.
+    live_rows = snapshot["problems"] if run.is_active else None
+    table = run_problem_table(run=run, sort=sort, descending=descending, query=text,
+                              show=show, status=status, live=live_rows)
     metrics = run_pass_at_k(run=run, ks=run_reported_ks(run))
-    failures = run_failure_breakdown(run=run) if snapshot["progress"]["done"] else []
+    failures = (run_failure_breakdown(run=run, up_to_seq=snapshot["seq"] if run.is_active else None)
+                if snapshot["progress"]["done"] else [])
     return render(request, "runs/run_detail.html", {
         "run": run,
         "facts": run_facts(run=run),
@@ -202,17 +205,13 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "chart_data": {
             "curves": run_curves(runs=[run, *overlays]),
             "failures": [{"label": bar.label, "count": bar.count, "url": bar.url,
-                          "status": bar.status} for bar in failures],
+                          "status": bar.status, "error_type": bar.error_type}
+                         for bar in failures],
         },
         "can_manage": run_can_manage(user=request.user, run=run),
         **run_lifecycle_context(run=run),
-        "live_config": {
-            "run_id": run.pk,
-            "ws_path": f"/ws/runs/{run.pk}/",
-            "live": run.is_active and request.user.is_authenticated,
-            "done": snapshot["progress"]["done"],
-            "seq": snapshot["seq"],
-        },
+        "live_config": run_live_config(run=run, snapshot=snapshot, table_k=table.k,
+                                       watching=request.user.is_authenticated),
     })
 
 
@@ -259,6 +258,7 @@ def sample_detail(request: HttpRequest, run_id: int, sample_id: int) -> HttpResp
     })
 
 
+@handles_bad_query
 def run_score(request: HttpRequest, run_id: int, k: int) -> HttpResponse:
     """The permalink of one leaderboard cell: a run's pass@k with its interval and the
     versions that produced it."""

@@ -9,8 +9,15 @@ In each column and k the best value leads. Another cell is marked *tied* with th
 when the data cannot tell them apart: with the paired bootstrap of the per-problem
 difference in pass@k when both runs cover the same problems (they do on the same dataset),
 the interval of the difference contains 0; otherwise (no shared problems) their
-intervals overlap. Every result here is verified: executed by this workbench from the
-uploaded generations, with the dataset, harness and sandbox versions recorded.
+intervals overlap.
+
+Which runs stand here (`leaderboard_runs`): finished, not retracted, and not held for review
+(`webapp.runs.verified`: mostly compile errors, or another language, until the owner
+confirms). Each cell carries its run's verification (`mark_verification`), which the page's
+verified mark and its tooltip show: the definition, and the conditions the run fails.
+
+Each cell carries its run's three defect-aware scores (`webapp.defects.scores`); `scores`
+chooses which of them the board ranks by, leads with and tests ties on.
 """
 
 from __future__ import annotations
@@ -18,13 +25,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.db.models import QuerySet
 
 from evaluator.metrics import MetricError, bootstrap_ci, pass_at_k_array, statistically_tied
+from webapp.defects.scores import ThreeWay, runs_three_way
 from webapp.query_params import BadQuery
-from webapp.runs.models import ProblemResult, Run, RunMetric
+from webapp.runs.models import Run
 from webapp.runs.selectors import REPORTED_KS
+from webapp.runs.verified import Verification, runs_held, runs_verification
 
 RESAMPLES = 2000
+LEADERBOARD_RUNS = 500
+"""The newest finished runs in scope that a leaderboard considers."""
 
 
 @dataclass
@@ -41,6 +53,11 @@ class Cell:
     "intervals" (overlap of the two intervals)."""
     diff_low: float | None = None
     diff_high: float | None = None
+    verification: Verification | None = None
+    three: ThreeWay | None = None
+    """The run's score three ways: the cell shows them side by side."""
+    waiting: str = ""
+    """The chosen way's state when it has no number yet ("not_computed", "running"...)."""
 
 
 @dataclass
@@ -64,6 +81,8 @@ class Row:
     label: str
     runs: dict[str, Run] = field(default_factory=dict)
     cells: dict[tuple[str, int], Cell] = field(default_factory=dict)
+    waiting: dict[tuple[str, int], Cell] = field(default_factory=dict)
+    """Cells whose chosen way has no number yet: shown, never ranked."""
     aligned: list[Cell | None] = field(default_factory=list)
     """The cells in the order of the table's columns, for the template."""
 
@@ -76,18 +95,43 @@ class Leaderboard:
     descending: bool
     harness_versions: list[str]
     sandboxes: list[str]
+    held: list[tuple[Run, Verification]] = field(default_factory=list)
+    """Runs in scope kept off this board until their owner confirms them."""
+    scores: str = "original"
 
     def sort_keys(self) -> list[str]:
         return ["model"] + [f"{column.key}:{k}" for column in self.columns for k in column.ks]
 
 
-def _counts(run_ids: list[int]) -> dict[int, dict[str, tuple[int, int]]]:
-    counts: dict[int, dict[str, tuple[int, int]]] = {run_id: {} for run_id in run_ids}
-    for run_id, task_id, n, c in ProblemResult.objects.filter(run_id__in=run_ids).values_list(
-        "run_id", "task_id", "n", "c"
-    ):
-        counts[run_id][task_id] = (n, c)
-    return counts
+@dataclass(frozen=True)
+class LeaderboardRuns:
+    listed: list[Run]
+    """Newest first: the runs that stand on the board."""
+    held: list[tuple[Run, Verification]]
+
+
+def leaderboard_runs(*, runs: QuerySet[Run]) -> LeaderboardRuns:
+    """Of `runs` (those the viewer may see, in the board's scope), the newest finished runs
+    not retracted: those that stand on the board, and those held for review."""
+    finished = list(runs.filter(status=Run.Status.FINISHED, retracted_at__isnull=True)
+                    .select_related("dataset")
+                    .order_by("-finished_at", "-pk")[:LEADERBOARD_RUNS])
+    held_ids = runs_held(runs=finished)
+    held = [run for run in finished if run.pk in held_ids]
+    why = runs_verification(runs=held) if held else {}
+    return LeaderboardRuns(listed=[run for run in finished if run.pk not in held_ids],
+                           held=[(run, why[run.pk]) for run in held])
+
+
+def mark_verification(board: Leaderboard, runs: LeaderboardRuns) -> None:
+    """Give each cell its run's verification (of the runs shown only: it reads their
+    samples' results), and the board the runs held back."""
+    cells = [cell for row in board.rows for cell in row.cells.values()]
+    shown = {cell.run.pk: cell.run for cell in cells}
+    verification = runs_verification(runs=shown.values())
+    for cell in cells:
+        cell.verification = verification[cell.run.pk]
+    board.held = runs.held
 
 
 def _paired_interval(a: dict[str, tuple[int, int]], b: dict[str, tuple[int, int]],
@@ -105,9 +149,10 @@ def _paired_interval(a: dict[str, tuple[int, int]], b: dict[str, tuple[int, int]
     return bootstrap_ci(differences, resamples=RESAMPLES)
 
 
-def build_leaderboard(*, runs: list[Run], sort: str = "", descending: bool = True) -> Leaderboard:
+def build_leaderboard(*, runs: list[Run], sort: str = "", descending: bool = True,
+                      scores: str = "original") -> Leaderboard:
     """`runs`: the finished runs in scope, newest first (the newest run of a model on a
-    dataset stands for it)."""
+    dataset stands for it). `scores`: which defect-aware way ranks the board."""
     rows: dict[str, Row] = {}
     columns: dict[str, Column] = {}
     chosen: list[Run] = []
@@ -123,26 +168,33 @@ def build_leaderboard(*, runs: list[Run], sort: str = "", descending: bool = Tru
             key=key, name=run.dataset.name, language=run.dataset.language,
             natural_language=run.dataset.natural_language, variant=run.dataset.variant))
         column.versions.add(run.dataset.version)
-    metrics = {(m.run_id, m.k): m for m in RunMetric.objects.filter(
-        run_id__in=[run.pk for run in chosen], k__in=REPORTED_KS)}
+    three = runs_three_way(runs=chosen, ks=REPORTED_KS)
     for row in rows.values():
         for key, run in row.runs.items():
             for k in REPORTED_KS:
-                metric = metrics.get((run.pk, k))
-                if metric is not None:
-                    row.cells[(key, k)] = Cell(run=run, k=k, value=metric.value, low=metric.low,
-                                               high=metric.high)
-                    if k not in columns[key].ks:
-                        columns[key].ks.append(k)
+                # The columns are the k the original scores have, whichever way is shown.
+                if three[run.pk].way("original").at(k) is None:
+                    continue
+                if k not in columns[key].ks:
+                    columns[key].ks.append(k)
+                way = three[run.pk].way(scores)
+                point = way.at(k)
+                if point is None:
+                    row.waiting[(key, k)] = Cell(run=run, k=k, value=0.0, low=0.0, high=0.0,
+                                                 three=three[run.pk], waiting=way.state)
+                    continue
+                row.cells[(key, k)] = Cell(run=run, k=k, value=point.value, low=point.low,
+                                           high=point.high, three=three[run.pk])
     for column in columns.values():
         column.ks.sort()
-    _mark_ties(list(rows.values()), list(columns.values()), _counts([r.pk for r in chosen]))
+    _mark_ties(list(rows.values()), list(columns.values()),
+               {run.pk: dict(three[run.pk].way(scores).counts) for run in chosen})
     ordered_columns = sorted(columns.values(), key=lambda c: (c.name, c.language,
                                                                c.natural_language, c.variant))
     board = Leaderboard(
         columns=ordered_columns, rows=list(rows.values()), sort="", descending=descending,
         harness_versions=sorted({run.harness_version for run in chosen}),
-        sandboxes=sorted({run.sandbox_backend or "?" for run in chosen}),
+        sandboxes=sorted({run.sandbox_backend or "?" for run in chosen}), scores=scores,
     )
     if not sort:
         first = ordered_columns[0] if ordered_columns else None
@@ -152,8 +204,8 @@ def build_leaderboard(*, runs: list[Run], sort: str = "", descending: bool = Tru
     board.sort = sort
     _sort_rows(board)
     for row in board.rows:
-        row.aligned = [row.cells.get((column.key, k)) for column in board.columns
-                       for k in column.ks]
+        row.aligned = [row.cells.get((column.key, k)) or row.waiting.get((column.key, k))
+                       for column in board.columns for k in column.ks]
     return board
 
 

@@ -12,11 +12,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from webapp.defects.scores import WAY_LABELS, query_scores
 from webapp.query_params import handles_bad_query, query_choice, query_text
 from webapp.runs.models import Run
 from webapp.runs.selectors import visible_runs
+from webapp.runs.verified import DEFINITION as VERIFIED_DEFINITION
 from webapp.teams.forms import MemberForm, SignUpForm, TeamForm, TokenForm
-from webapp.teams.leaderboard import build_leaderboard
+from webapp.teams.leaderboard import build_leaderboard, leaderboard_runs, mark_verification
 from webapp.teams.models import Team
 from webapp.teams.selectors import (
     get_team_for_user,
@@ -121,18 +123,17 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
     return redirect("teams:tokens")
 
 
-LEADERBOARD_RUNS = 500
-
-
 def _leaderboard(request: HttpRequest, runs: QuerySet[Run], *, team: Team | None) -> HttpResponse:
     sort = query_text(request.GET, "sort")
     descending = query_choice(request.GET, "order", ("asc", "desc"), default="desc") == "desc"
-    finished = list(runs.filter(status=Run.Status.FINISHED, retracted_at__isnull=True)
-                    .select_related("dataset")
-                    .order_by("-finished_at", "-pk")[:LEADERBOARD_RUNS])
-    board = build_leaderboard(runs=finished, sort=sort, descending=descending)
+    chosen = leaderboard_runs(runs=runs)
+    finished = chosen.listed
+    scores = query_scores(request.GET)
+    board = build_leaderboard(runs=finished, sort=sort, descending=descending, scores=scores)
+    mark_verification(board, chosen)
     return render(request, "teams/leaderboard.html", {
-        "board": board, "team": team,
+        "board": board, "team": team, "ways": WAY_LABELS,
+        "verified_definition": VERIFIED_DEFINITION,
         "board_sort_state": f"{board.sort}:{'desc' if board.descending else 'asc'}",
     })
 

@@ -1,0 +1,20 @@
+"""Celery tasks of defect-aware scores: each takes ids, calls one service, and is safe to run
+twice."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from webapp.defects.services import PATCHED_SCORES, patched_scoring_run
+
+
+@shared_task(
+    name=PATCHED_SCORES,
+    acks_late=True,
+    soft_time_limit=settings.CHUNK_TIME_LIMIT,
+    time_limit=settings.CHUNK_TIME_LIMIT + 30,
+)
+def patched_scores(scoring_id: int) -> str:
+    """Run again, patched, the samples of the problems the defect registry patches."""
+    return patched_scoring_run(scoring_id=scoring_id)

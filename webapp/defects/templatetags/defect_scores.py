@@ -1,0 +1,42 @@
+"""`{% defect_aware_scores run %}`: a run's score three ways (original, with the registry's
+patches, excluding defective problems), with intervals and a legend. The run page includes
+it; the suite page and any other page that shows a run's score can too.
+
+    {% load defect_scores %}
+    {% defect_aware_scores run %}                  the choice from ?scores=, a full block
+    {% defect_aware_scores run compact=True %}     one line per way, for a grid or a table
+    {% scores_link url %}                           `url` with the page's ?scores= kept
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.http import QueryDict
+
+from webapp.defects.scores import SCORES_PARAM, query_scores
+from webapp.defects.views import defect_aware_context
+
+register = template.Library()
+
+
+@register.inclusion_tag("runs/_defect_aware.html", takes_context=True)
+def defect_aware_scores(context: dict[str, Any], run: Any, compact: bool = False
+                        ) -> dict[str, Any]:
+    request = context["request"]
+    return {**defect_aware_context(request=request, run=run, compact=compact),
+            "csrf_token": context.get("csrf_token")}
+
+
+@register.simple_tag(takes_context=True)
+def scores_link(context: dict[str, Any], url: str) -> str:
+    """`url` with the current page's `?scores=` choice appended, unless it is the default:
+    links between score pages keep the reader's choice."""
+    request = context.get("request")
+    scores = query_scores(request.GET) if request is not None else "original"
+    if scores == "original":
+        return url
+    params = QueryDict(mutable=True)
+    params[SCORES_PARAM] = scores
+    return f"{url}{'&' if '?' in url else '?'}{params.urlencode()}"
