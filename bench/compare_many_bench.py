@@ -17,7 +17,6 @@ and template rendering; no network): a warm-up request, then the median and the 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -27,7 +26,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.common import load_average  # noqa: E402
+from bench.common import configure_django, load_average, page_times  # noqa: E402
 
 TARGET_MS = 500.0
 SAMPLES = 100
@@ -39,16 +38,6 @@ PLANS = [  # name, model, seed, skill shift
     ("coder-c", "coder-c", None, -0.10),
     ("coder-d", "coder-d", None, 0.06),
 ]
-
-
-def configure(work: Path) -> None:
-    work.mkdir(parents=True, exist_ok=True)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "webapp.settings"
-    os.environ["WORKBENCH_VAR_DIR"] = str(work / "var")
-    (work / "var" / "staticfiles").mkdir(parents=True, exist_ok=True)
-    os.environ["CELERY_TASK_ALWAYS_EAGER"] = "1"
-    os.environ.pop("REDIS_URL", None)
-    os.environ["DATABASE_URL"] = f"sqlite:///{work / 'compare-many.sqlite3'}"
 
 
 def build_runs() -> list[Any]:
@@ -122,7 +111,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--work", default=str(REPO / "var" / "compare-many-bench"))
     args = parser.parse_args()
-    configure(Path(args.work).resolve())
+    configure_django(Path(args.work).resolve(), "compare-many.sqlite3")
 
     import django
 
@@ -135,15 +124,7 @@ def main() -> None:
     client = Client()
     client.force_login(User.objects.get(username="bench"))
     path = "/compare/many/?runs=" + ",".join(str(run.pk) for run in runs)
-    response = client.get(path)  # warm-up: connections, templates
-    if response.status_code != 200:
-        raise SystemExit(f"{path}: HTTP {response.status_code}")
-    times = []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        response = client.get(path)
-        times.append((time.perf_counter() - start) * 1000)
-        assert response.status_code == 200, response.status_code
+    _, times = page_times(client, path, args.repeats)
     median = statistics.median(times)
     print(f"load average after: {load_average()}")
     print(f"{len(runs)} runs x 164 problems x {SAMPLES} samples · {path}")

@@ -194,6 +194,11 @@ def _defect(entry: Any, where: str) -> Defect:
     )
 
 
+def parse_defect(entry: Any, where: str = "entry") -> Defect:
+    """One registry entry, checked exactly as `load_registry` checks each of its entries."""
+    return _defect(entry, where)
+
+
 def registry_version() -> str:
     return load_registry().version
 

@@ -26,6 +26,7 @@ from webapp.runs.reports import (
     problem_verdict_grid,
     visible_runs_by_id,
 )
+from webapp.suites.fidelity_selectors import dataset_defect_candidates
 
 DEFAULT_RATE_COLUMNS = 6
 MAX_RATE_COLUMNS = 12
@@ -38,8 +39,10 @@ def datasets(request: HttpRequest) -> HttpResponse:
 def dataset_detail(request: HttpRequest, dataset_id: int) -> HttpResponse:
     dataset = get_object_or_404(Dataset, pk=dataset_id)
     variants = dataset.variants.select_related("problem").order_by("problem__number")
-    return render(request, "benchmarks/dataset_detail.html",
-                  {"dataset": dataset, "variants": variants})
+    return render(request, "benchmarks/dataset_detail.html", {
+        "dataset": dataset, "variants": variants,
+        "fidelity": dataset_defect_candidates(user=request.user, dataset=dataset),
+    })
 
 
 @handles_bad_query

@@ -50,6 +50,14 @@ def code_diff(a_text: str, a_language: str, b_text: str, b_language: str, *,
     b_tokens = code_tokens(b_text, b_language)
     if len(a_tokens) > MAX_TOKENS or len(b_tokens) > MAX_TOKENS:
         a_tokens, b_tokens = _line_tokens(a_text), _line_tokens(b_text)
+    return token_diff(a_tokens, b_tokens, ignore_whitespace=ignore_whitespace,
+                      ignore_comments=ignore_comments)
+
+
+def token_diff(a_tokens: list[Token], b_tokens: list[Token], *, ignore_whitespace: bool,
+               ignore_comments: bool) -> CodeDiff:
+    """Two token sequences drawn with their differences marked (any tokens: code, or the
+    words of prose)."""
 
     def taking_part(tokens: list[Token]) -> list[int]:
         return [

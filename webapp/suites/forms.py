@@ -1,0 +1,103 @@
+"""Forms of the suite pages, shared with the suite API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth.models import AbstractBaseUser
+from django.http import QueryDict
+from django.utils.datastructures import MultiValueDict
+
+from webapp.benchmarks.selectors import dataset_list, dataset_lookup
+from webapp.runs.forms import UploadForm, model_meta_from_text, profile_help_text
+from webapp.runs.models import Run
+from webapp.suites.services import SuiteFile
+from webapp.teams.selectors import teams_for_user
+
+
+class SuiteForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False,
+                           help_text="The model's name if empty.")
+    model_name = forms.CharField(max_length=200, label="Model")
+    revision = forms.CharField(max_length=200, required=False,
+                               help_text="Checkpoint, commit or release.")
+    decoding = forms.CharField(
+        required=False, label="Decoding settings (JSON object)",
+        widget=forms.Textarea(attrs={
+            "rows": 3, "placeholder": '{"temperature": 0.2, "top_p": 0.95, "n": 20}'}),
+    )
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    team = forms.CharField(required=False, help_text="Team slug; your personal team if empty.")
+    visibility = forms.ChoiceField(
+        choices=Run.Visibility.choices, initial=Run.Visibility.TEAM, required=False,
+        help_text="Runs uploaded into the suite get the same team and visibility.",
+    )
+
+    def __init__(self, *args: Any, user: AbstractBaseUser, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.user = user
+        teams = list(teams_for_user(user=user))
+        self.fields["team"].widget = forms.Select(choices=[(t.slug, t.name) for t in teams])
+
+    def clean_decoding(self) -> dict[str, Any]:
+        return model_meta_from_text(self.cleaned_data.get("decoding") or "")
+
+    # The same rules as the single upload: a team of the user's (their personal one if
+    # none is named), and team visibility unless another is chosen.
+    clean_team = UploadForm.clean_team
+    clean_visibility = UploadForm.clean_visibility
+
+
+class SuiteUploadForm(forms.Form):
+    """The options every file of a multi-file upload shares. The files and their variants
+    come as repeated `file` and `dataset` fields, paired in order (`paired_files`)."""
+
+    # The single-upload form's own fields, so the two pages explain them in the same words.
+    profile = UploadForm.base_fields["profile"]
+    sanitize = UploadForm.base_fields["sanitize"]
+    allow_language_mismatch = UploadForm.base_fields["allow_language_mismatch"]
+    dry_run = forms.BooleanField(required=False, label="Only check the files")
+
+    def __init__(self, *args: Any, api: bool = False, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.api = api
+        names = sorted({dataset.name for dataset in dataset_list()})
+        self.fields["profile"].help_text = profile_help_text(names)
+
+    def clean_profile(self) -> str:
+        return UploadForm.clean_profile(self)  # type: ignore[arg-type]
+
+    def clean_sanitize(self) -> bool | None:
+        # As for one file: a script that leaves the field out gets each dataset's reference
+        # harness's choice (None here, resolved per file); a browser always sends the box.
+        if self.api and "sanitize" not in self.data:
+            return None
+        return bool(self.cleaned_data.get("sanitize"))
+
+
+def dataset_choices() -> list[tuple[str, str]]:
+    return [(str(d.pk), f"{d.key} ({d.problem_count} problems, version {d.version[:12]})")
+            for d in dataset_list()]
+
+
+def paired_files(data: QueryDict, files: MultiValueDict[str, Any]) -> tuple[list[SuiteFile],
+                                                                            list[str]]:
+    """The uploaded files, each with the dataset named at the same position; and the
+    errors, each naming the file it is about."""
+    uploaded = files.getlist("file")
+    references = data.getlist("dataset")
+    errors: list[str] = []
+    if len(references) != len(uploaded):
+        errors.append(f"{len(uploaded)} file(s) but {len(references)} dataset(s): give one "
+                      "`dataset` per `file`, in the same order.")
+        return [], errors
+    paired: list[SuiteFile] = []
+    for position, (item, reference) in enumerate(zip(uploaded, references, strict=True), 1):
+        dataset = dataset_lookup(reference=reference[:200]) if reference.strip() else None
+        if dataset is None:
+            errors.append(f"File {position} ({item.name}): no such dataset "
+                          f"{reference[:80]!r}.")
+            continue
+        paired.append(SuiteFile(uploaded=item, dataset=dataset))
+    return paired, errors
