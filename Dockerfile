@@ -45,6 +45,8 @@ COPY evaluator/ evaluator/
 # JavaScript's test harness needs its pinned npm packages (acorn, js-md5, lodash).
 RUN npm ci --prefix evaluator/languages/runtime/js --no-audit --no-fund
 COPY webapp/ webapp/
+# The web pages' pinned npm packages (Plotly's partial bundle), before collectstatic.
+RUN npm ci --prefix webapp/static_packages --no-audit --no-fund
 COPY templates/ templates/
 COPY static/ static/
 COPY docs/ docs/

@@ -63,6 +63,8 @@ INSTALLED_APPS = [
     "webapp.benchmarks",
     "webapp.runs",
     "webapp.compare",
+    "webapp.defects",
+    "webapp.suites",
 ]
 
 MIDDLEWARE = [
@@ -136,7 +138,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    # plotly.min.js from the installed `plotly` package, under vendor/plotly/.
+    # Plotly's bundles from installed packages, under vendor/plotly/.
     "webapp.static_finders.PackageFileFinder",
 ]
 STATIC_ROOT = env_path("DJANGO_STATIC_ROOT", VAR_DIR / "staticfiles")
@@ -147,7 +149,8 @@ warnings.filterwarnings(
 )
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Hashed names, cached forever by browsers (webapp/static_storage.py).
+    "staticfiles": {"BACKEND": "webapp.static_storage.HashedStaticFilesStorage"},
 }
 
 # -- uploads ------------------------------------------------------------------------------

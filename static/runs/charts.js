@@ -1,6 +1,11 @@
-// Charts of the exploration pages, drawn with Plotly (served from static/vendor/plotly).
-// Each chart is a <div data-chart="pass-at-k|failures" data-source="<json_script id>">;
+// Charts of the exploration pages, drawn with Plotly. Each chart is a
+// <div data-chart="pass-at-k|failures" data-source="<json_script id>" data-plotly="<bundle url>">;
 // its data comes from the page through json_script, never pasted into the script.
+//
+// The Plotly bundle is not a <script> tag of the page: it is fetched here, asynchronously,
+// after the first paint, and on a live run page only once the websocket has opened
+// (window.workbenchLive.opened, from run_live.js), so that parsing it never delays either.
+// run_live.js redraws the charts of a running run through window.workbenchCharts.
 (function () {
   "use strict";
   const COLORS = ["#2455c3", "#c0392b", "#1e7d3a", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#b7950b", "#2c3e50"];
@@ -17,8 +22,26 @@
 
   const CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
 
+  let loading = null;
+  function loadPlotly() {
+    if (window.Plotly) return Promise.resolve(window.Plotly);
+    if (loading) return loading;
+    const holder = document.querySelector("[data-plotly]");
+    if (!holder) return Promise.reject(new Error("this page names no Plotly bundle"));
+    loading = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = holder.dataset.plotly;
+      script.async = true;
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => reject(new Error("could not load " + holder.dataset.plotly));
+      document.head.appendChild(script);
+    });
+    return loading;
+  }
+
   // pass@k for k = 1…n on a log axis: a line per run and its bootstrap band (the area
-  // between the interval's low and high values).
+  // between the interval's low and high values). A curve marked `live` is a running
+  // estimate with no band; its customdata is the number of problems behind each point.
   function drawPassAtK(node, curves) {
     const maxK = Math.max(...curves.map((c) => c.k[c.k.length - 1] || 1));
     if (maxK === 1) return drawPassAt1(node, curves);
@@ -26,20 +49,26 @@
     curves.forEach((curve, i) => {
       const color = COLORS[i % COLORS.length];
       const group = "r" + curve.run_id;
-      if (curve.k.length > 1) {
+      if (curve.k.length > 1 && !curve.live) {
         traces.push({ x: curve.k, y: curve.high, mode: "lines", line: { width: 0 }, hoverinfo: "skip",
           showlegend: false, legendgroup: group });
         traces.push({ x: curve.k, y: curve.low, mode: "lines", line: { width: 0 }, fill: "tonexty",
           fillcolor: rgba(color, 0.18), hoverinfo: "skip", showlegend: false, legendgroup: group });
       }
-      traces.push({ x: curve.k, y: curve.value, mode: curve.k.length > 1 ? "lines+markers" : "markers",
+      const trace = { x: curve.k, y: curve.value, mode: curve.k.length > 1 ? "lines+markers" : "markers",
         marker: { size: curve.k.length > 1 ? 4 : 9, color: color }, line: { color: color, width: 2 },
-        name: curve.label, legendgroup: group,
-        error_y: curve.k.length > 1 ? undefined : errorBars(curve, color),
-        customdata: curve.k.map((_, j) => [curve.low[j], curve.high[j]]),
-        hovertemplate: "pass@%{x} = %{y:.4f}<br>95% [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra>" + escapeHtml(curve.label) + "</extra>" });
+        name: curve.label, legendgroup: group };
+      if (curve.live) {
+        trace.customdata = curve.problems;
+        trace.hovertemplate = "pass@%{x} = %{y:.4f} so far, over %{customdata} problem(s)<extra>" + escapeHtml(curve.label) + "</extra>";
+      } else {
+        trace.error_y = curve.k.length > 1 ? undefined : errorBars(curve, color);
+        trace.customdata = curve.k.map((_, j) => [curve.low[j], curve.high[j]]);
+        trace.hovertemplate = "pass@%{x} = %{y:.4f}<br>95% [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra>" + escapeHtml(curve.label) + "</extra>";
+      }
+      traces.push(trace);
     });
-    Plotly.newPlot(node, traces, {
+    return Plotly.react(node, traces, {
       margin: { t: 10, r: 10, b: 45, l: 55 },
       xaxis: { type: "log", title: { text: "k (log scale)" }, range: [-0.02, Math.log10(maxK) + 0.02],
         tickvals: [1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 500, 1000].filter((v) => v <= maxK).concat(maxK) },
@@ -62,14 +91,23 @@
   function drawPassAt1(node, curves) {
     const traces = curves.map((curve, i) => {
       const color = COLORS[i % COLORS.length];
-      return { x: [curve.label], y: curve.value, mode: "markers", name: curve.label,
-        marker: { size: 11, color: color }, error_y: errorBars(curve, color),
-        customdata: [[curve.low[0], curve.high[0]]],
-        hovertemplate: "pass@1 = %{y:.4f}<br>95% [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra></extra>" };
+      const trace = { x: [curve.label], y: curve.value, mode: "markers", name: curve.label,
+        marker: { size: 11, color: color } };
+      if (curve.live) {
+        trace.customdata = curve.problems;
+        trace.hovertemplate = "pass@1 = %{y:.4f} so far, over %{customdata} problem(s)<extra></extra>";
+      } else {
+        trace.error_y = errorBars(curve, color);
+        trace.customdata = [[curve.low[0], curve.high[0]]];
+        trace.hovertemplate = "pass@1 = %{y:.4f}<br>95% [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra></extra>";
+      }
+      return trace;
     });
-    Plotly.newPlot(node, traces, {
+    const live = curves.some((curve) => curve.live);
+    return Plotly.react(node, traces, {
       margin: { t: 10, r: 10, b: 60, l: 55 }, showlegend: false,
-      xaxis: { title: { text: "pass@1 with its 95% interval (one sample per task: no curve)" }, type: "category" },
+      xaxis: { title: { text: live ? "pass@1 so far (one sample per task: no curve)"
+        : "pass@1 with its 95% interval (one sample per task: no curve)" }, type: "category" },
       yaxis: { title: { text: "pass@1" }, range: [0, 1.02], tickformat: ".0%" },
     }, CONFIG);
   }
@@ -84,10 +122,12 @@
       hovertemplate: "%{y}: %{x} sample(s)<br>click to open them<extra></extra>",
     };
     node.style.height = Math.max(140, 40 + 26 * bars.length) + "px";
-    Plotly.newPlot(node, [trace], {
+    return Plotly.react(node, [trace], {
       margin: { t: 5, r: 10, b: 35, l: 260 }, xaxis: { title: { text: "samples" } },
       yaxis: { automargin: true },
     }, CONFIG).then(() => {
+      if (node.dataset.clickable) return;
+      node.dataset.clickable = "1";
       node.on("plotly_click", (event) => {
         const url = event.points && event.points[0] && event.points[0].customdata;
         if (url) window.location.href = url;
@@ -95,14 +135,47 @@
     });
   }
 
-  function init() {
-    if (typeof Plotly === "undefined") return;
+  const DRAW = { "pass-at-k": drawPassAtK, failures: drawFailures };
+
+  // The newest data of each chart waits here until Plotly has loaded, then is drawn once.
+  const waiting = new Map();
+  let ready = false;
+
+  function draw(node, kind, data) {
+    if (!data || !data.length) return;
+    if (!ready) { waiting.set(node, [kind, data]); return; }
+    DRAW[kind](node, data);
+  }
+
+  function failed(error) {
     document.querySelectorAll("[data-chart]").forEach((node) => {
+      node.replaceChildren(document.createTextNode("The chart could not be drawn (" + error.message +
+        "); the same numbers are in the tables of this page."));
+      node.classList.add("chart-failed");
+    });
+  }
+
+  window.workbenchCharts = { draw: draw };
+
+  function init() {
+    const nodes = document.querySelectorAll("[data-chart]");
+    nodes.forEach((node) => {
       const data = source(node);
       if (!data) return;
-      if (node.dataset.chart === "pass-at-k" && data.curves && data.curves.length) drawPassAtK(node, data.curves);
-      if (node.dataset.chart === "failures" && data.failures && data.failures.length) drawFailures(node, data.failures);
+      if (node.dataset.chart === "pass-at-k" && !waiting.has(node)) draw(node, "pass-at-k", data.curves);
+      if (node.dataset.chart === "failures" && !waiting.has(node)) draw(node, "failures", data.failures);
     });
+    if (!nodes.length) return;
+    const live = window.workbenchLive ? window.workbenchLive.opened : Promise.resolve();
+    // After the first paint, and on a live page after the websocket has opened.
+    live.then(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0))))
+      .then(loadPlotly)
+      .then(() => {
+        ready = true;
+        for (const [node, [kind, data]] of waiting) DRAW[kind](node, data);
+        waiting.clear();
+      })
+      .catch(failed);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

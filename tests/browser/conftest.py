@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -137,6 +138,35 @@ def site(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[L
         stack.stop()
 
 
+@contextlib.contextmanager
+def embedded_stack(work: Path, **env: str) -> Iterator[Stack]:
+    """The stack `make run` starts, in `work`, with the `none` sandbox, one worker process
+    and USER signed up (`stack.token` is USER's API token); `env` adds to its environment."""
+    stack = Stack(env={
+        "WORKBENCH_VAR_DIR": str(work / "var"), "EVALUATOR_SANDBOX": "none",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(40), "DATABASE_URL": "", "REDIS_URL": "",
+        **env,
+    }, port=free_port(), concurrency=1, log_dir=work / "logs")
+    try:
+        stack.prepare(static=True)
+        stack.token = add_user(stack, USER, PASSWORD)  # type: ignore[attr-defined]
+        stack.start()
+        stack.work = work  # type: ignore[attr-defined]
+        yield stack
+    finally:
+        stack.stop()
+
+
+def kill_web_server(stack: Stack, page: Any) -> None:
+    """Kill the web server, so that every websocket really drops, and wait until `page`
+    says it is reconnecting."""
+    web = stack.processes["web"]
+    os.killpg(web.pid, signal.SIGKILL)
+    web.wait()
+    page.wait_for_function(
+        "document.getElementById('live-state').textContent.includes('reconnecting')")
+
+
 # Module scope, not session: Playwright's sync API keeps an event loop running in this
 # thread until it stops, and later tests that call asyncio.run() would then fail.
 @pytest.fixture(scope="module")
@@ -152,16 +182,17 @@ def browser(chromium: Path) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def signed_in_page(browser: Any, base_url: str, *, timeout_ms: int = 20_000) -> Iterator[Any]:
-    """A page signed in as USER; JavaScript errors on any page fail the test."""
+def signed_in_page(browser: Any, base_url: str, *, timeout_ms: int = 20_000,
+                   username: str = USER, password: str = PASSWORD) -> Iterator[Any]:
+    """A page signed in as `username` (USER); JavaScript errors on any page fail the test."""
     context = browser.new_context(base_url=base_url, viewport={"width": 1300, "height": 900})
     context.set_default_timeout(timeout_ms)
     errors: list[str] = []
     opened = context.new_page()
     opened.on("pageerror", lambda error: errors.append(str(error)))
     opened.goto("/accounts/login/")
-    opened.fill("#id_username", USER)
-    opened.fill("#id_password", PASSWORD)
+    opened.fill("#id_username", username)
+    opened.fill("#id_password", password)
     opened.click("button[type=submit]")
     opened.wait_for_url("**/")
     yield opened

@@ -6,7 +6,6 @@ every sample in its log once, without a reload."""
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,10 +13,15 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import PASSWORD, USER, screenshot, signed_in_page
-from tests.webapp.services.live_stack import add_user, api
+from tests.browser.conftest import (
+    embedded_stack,
+    kill_web_server,
+    screenshot,
+    signed_in_page,
+)
+from tests.webapp.services.live_stack import api
 from tests.webapp.support import write_jsonl
-from webapp.stack import Stack, free_port
+from webapp.stack import Stack
 
 pytestmark = pytest.mark.browser
 
@@ -35,25 +39,16 @@ GATED = ("    import os, time\n"
 
 @pytest.fixture(scope="module")
 def stack(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    work = tmp_path_factory.mktemp("live-recovery")
-    stack = Stack(env={
-        "WORKBENCH_VAR_DIR": str(work / "var"), "EVALUATOR_SANDBOX": "none",
-        "DJANGO_SECRET_KEY": secrets.token_urlsafe(40), "DATABASE_URL": "", "REDIS_URL": "",
-        "WORKBENCH_CHUNK_SAMPLES": "4",
+    with embedded_stack(
+        tmp_path_factory.mktemp("live-recovery"),
+        WORKBENCH_CHUNK_SAMPLES="4",
         # A short lease and sweep, so that the worker's loss is noticed within the test.
-        "WORKBENCH_LEASE_SECONDS": "6", "WORKBENCH_SWEEP_SECONDS": "1",
+        WORKBENCH_LEASE_SECONDS="6", WORKBENCH_SWEEP_SECONDS="1",
         # Room for a gated sample to wait through both faults (the wall-clock backstop is
         # 3 x this + 5 s).
-        "EVALUATOR_TIMEOUT_SECONDS": "30",
-    }, port=free_port(), concurrency=1, log_dir=work / "logs")
-    try:
-        stack.prepare(static=True)
-        stack.token = add_user(stack, USER, PASSWORD)  # type: ignore[attr-defined]
-        stack.start()
-        stack.work = work  # type: ignore[attr-defined]
+        EVALUATOR_TIMEOUT_SECONDS="30",
+    ) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture
@@ -82,11 +77,7 @@ def test_the_live_page_rides_out_a_web_restart_and_a_lost_worker(live_page: Any,
     page.wait_for_function("document.querySelectorAll('#log .log-entry').length >= 2")
 
     # The web server dies: the page says so, and says nothing else until it is back.
-    web = stack.processes["web"]
-    os.killpg(web.pid, signal.SIGKILL)
-    web.wait()
-    page.wait_for_function(
-        "document.getElementById('live-state').textContent.includes('reconnecting')")
+    kill_web_server(stack, page)
     stack.start_web()
     stack.wait_ready(timeout=120)
     page.wait_for_function("document.getElementById('live-state').textContent.includes('live')"

@@ -20,6 +20,7 @@ from typing import Literal, TypedDict
 from django.urls import reverse
 
 from evaluator.records import SampleResult, TestOutcome, cap_text
+from evaluator.sandbox.levels import level_of_backend
 
 MAX_TESTS_IN_EVENT = 50
 
@@ -51,15 +52,35 @@ class TestSummary(TypedDict):
     message: str | None
 
 
+class SandboxShown(TypedDict):
+    """The sandbox a worker chose for a sample (`evaluator.records.SandboxInfo`): the page's
+    "Sandbox" line, known once the first sample finishes."""
+
+    level: str
+    backend: str
+    chosen: str
+
+
 class LogEntry(TypedDict):
     sample_id: int
     task_id: str
     completion_id: int
     status: str
+    error_type: str
     duration_ms: float
     cached: bool
     first_failure: FirstFailure | None
     url: str
+    sandbox: SandboxShown | None
+
+
+class ProblemCount(TypedDict):
+    """One problem's finished samples (n) and passing ones (c): a row of the live table."""
+
+    task_id: str
+    number: int
+    n: int
+    c: int
 
 
 class PassAtKValue(TypedDict):
@@ -142,6 +163,8 @@ class SnapshotEvent(TypedDict):
     progress: RunProgress
     log: list[LogEntry]
     pass_at_k: list[PassAtKValue]
+    problems: list[ProblemCount]
+    """Every problem of the run, counting the samples finished up to `seq`."""
 
 
 DurableEvent = RunStatusEvent | SampleFinishedEvent | RunRecoveringEvent | RunFinishedEvent
@@ -155,11 +178,21 @@ def log_entry(*, run_id: int, sample_id: int, result: SampleResult) -> LogEntry:
         task_id=result.task_id,
         completion_id=result.completion_id,
         status=result.status,
+        error_type=cap_text(result.error_type or "", 90),
         duration_ms=round(result.compile_ms + result.run_ms, 1),
         cached=result.cached,
         first_failure=first_failure(result),
         url=reverse("runs:sample", args=[run_id, sample_id]),
+        sandbox=sandbox_shown(result),
     )
+
+
+def sandbox_shown(result: SampleResult) -> SandboxShown | None:
+    sandbox = result.sandbox
+    if sandbox is None:
+        return None
+    return SandboxShown(level=sandbox.level or level_of_backend(sandbox.backend),
+                        backend=sandbox.backend, chosen=cap_text(sandbox.chosen, 300))
 
 
 def sample_finished_event(

@@ -17,6 +17,7 @@ from django.db.models import CharField, Count, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import urlencode
 
 from evaluator.records import STATUSES
@@ -25,6 +26,7 @@ from evaluator.sandbox.levels import level_of_backend
 from webapp.benchmarks.models import Dataset, Problem
 from webapp.query_params import BadQuery
 from webapp.runs.diffs import CharDiff, char_diff
+from webapp.runs.events import ProblemCount, SnapshotEvent
 from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
 from webapp.runs.selectors import REPORTED_KS, Viewer, visible_runs
 
@@ -82,6 +84,32 @@ def run_facts(*, run: Run) -> RunFacts:
                     duration_seconds=run.duration_seconds,
                     largest_k=int(coverage.get("max_k") or 0),
                     sandbox_level=level, sandbox_backend=backend, sandbox_chosen=chosen)
+
+
+def run_live_config(*, run: Run, snapshot: SnapshotEvent, table_k: int | None,
+                    watching: bool) -> dict[str, Any]:
+    """What the run page's script needs to follow the run (`static/runs/run_live.js`): the
+    state it was drawn from, up to event `seq`, on which the later events apply."""
+    config: dict[str, Any] = {
+        "run_id": run.pk,
+        "ws_path": f"/ws/runs/{run.pk}/",
+        "live": run.is_active and watching,
+        "done": snapshot["progress"]["done"],
+        "seq": snapshot["seq"],
+    }
+    if run.is_active:
+        config.update(
+            problems=[[row["task_id"], row["n"], row["c"]] for row in snapshot["problems"]],
+            table_k=table_k,
+            samples_per_task=int((run.coverage or {}).get("max_n") or 1),
+            label=run_label(run),
+            samples_url=samples_url(run),
+            # Seconds since the run started, by the server's clock: the page counts on from
+            # it, so a wrong clock on the viewer's machine does not matter.
+            running_seconds=((timezone.now() - run.started_at).total_seconds()
+                             if run.started_at else None),
+        )
+    return config
 
 
 def run_label(run: Run) -> str:
@@ -149,10 +177,14 @@ def samples_url(run: Run, **filters: str) -> str:
     return f"{base}?{query}" if query else base
 
 
-def run_failure_breakdown(*, run: Run) -> list[FailureBar]:
-    """Samples that did not pass, by status and error type, most frequent first."""
+def run_failure_breakdown(*, run: Run, up_to_seq: int | None = None) -> list[FailureBar]:
+    """Samples that did not pass, by status and error type, most frequent first; only those
+    finished by event `up_to_seq` when given (a live page adds the later ones)."""
+    samples = Sample.objects.filter(run=run)
+    if up_to_seq is not None:
+        samples = samples.filter(seq__lte=up_to_seq)
     rows = (
-        Sample.objects.filter(run=run)
+        samples
         .exclude(status__in=["passed", "pending"])
         .values("status", "error_type")
         .annotate(count=Count("id"))
@@ -224,9 +256,8 @@ def run_reported_ks(run: Run) -> tuple[int, ...]:
     return tuple(sorted({*(k for k in REPORTED_KS if k <= max(1, largest)), max(1, largest)}))
 
 
-def run_problem_table(*, run: Run, sort: str = "task", descending: bool = False,
-                      query: str = "", show: str = "all", status: str = "") -> ProblemTable:
-    k = problem_table_k(run)
+def stored_problem_rows(*, run: Run, k: int | None) -> list[ProblemRow]:
+    """The rows a finished run stored (`ProblemResult`), with pass@k for `k`."""
     rows = []
     for number, task_id, n, c, counts, pass_at_k, top_failure in ProblemResult.objects.filter(
         run=run
@@ -236,6 +267,21 @@ def run_problem_table(*, run: Run, sort: str = "task", descending: bool = False,
                                pass1=c / n if n else 0.0,
                                passk=float(value) if value is not None else None,
                                counts=counts, top_failure=top_failure.rstrip(": ")))
+    return rows
+
+
+def run_problem_table(*, run: Run, sort: str = "task", descending: bool = False,
+                      query: str = "", show: str = "all", status: str = "",
+                      live: list[ProblemCount] | None = None) -> ProblemTable:
+    """The per-problem table; for a run still going, `live` (`run_problem_counts`) gives its
+    rows so far, which the page then updates from the live events."""
+    k = problem_table_k(run)
+    if live is not None:
+        rows = [ProblemRow(number=row["number"], task_id=row["task_id"], n=row["n"], c=row["c"],
+                           pass1=row["c"] / row["n"] if row["n"] else 0.0, passk=None,
+                           counts={}, top_failure="") for row in live]
+    else:
+        rows = stored_problem_rows(run=run, k=k)
     if not rows and run.status in (Run.Status.CANCELLED, Run.Status.FAILED):
         rows = evaluated_problem_rows(run=run)
     total = len(rows)

@@ -1,26 +1,77 @@
 """Every script and stylesheet is served by the app itself: the machines have no internet,
-so nothing may come from a CDN. Plotly comes from the installed `plotly` package."""
+so nothing may come from a CDN. Plotly comes from installed packages: the full bundle from
+the `plotly` Python package, the partial one from the pinned npm package. Collected static
+files get content-hashed names that WhiteNoise serves as immutable; without collectstatic
+(unit tests, a fresh checkout) pages still render with the plain names."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+import pytest
 from django.contrib.staticfiles import finders
+from django.core.management import call_command
+from django.templatetags.static import static
+from django.test import Client, override_settings
 
-from webapp.static_finders import PackageFileFinder
+from webapp import static_finders
+from webapp.static_finders import NODE_MODULES, PackageFileFinder
 
-TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
+REPO = Path(__file__).resolve().parents[3]
+TEMPLATES = REPO / "templates"
+BASIC = "vendor/plotly/plotly-basic.min.js"
+FULL = "vendor/plotly/plotly.min.js"
+LOCK = REPO / "webapp" / "static_packages" / "package-lock.json"
+
+needs_npm_bundle = pytest.mark.skipif(
+    not (NODE_MODULES / "plotly.js-basic-dist-min").is_dir(),
+    reason="the npm packages of webapp/static_packages are not installed: "
+           "run scripts/node_modules.sh")
 
 
-def test_plotly_is_found_in_the_installed_package():
-    path = finders.find("vendor/plotly/plotly.min.js")
+def test_the_full_plotly_bundle_is_found_in_the_installed_python_package():
+    path = finders.find(FULL)
     assert path
-    assert Path(path).stat().st_size > 1_000_000
-    assert [(name, storage.prefix) for name, storage in PackageFileFinder().list([])] == [
-        ("plotly.min.js", "vendor/plotly")]
-    assert PackageFileFinder().check() == []
+    assert Path(path).stat().st_size > 3_000_000
     assert finders.find("vendor/plotly/other.js") is None
+    assert finders.find("vendor/plotly/../../webapp/settings.py") is None
+
+
+@needs_npm_bundle
+def test_the_partial_bundle_comes_from_the_pinned_npm_package():
+    path = Path(finders.find(BASIC))
+    assert path.parent == NODE_MODULES / "plotly.js-basic-dist-min"
+    pinned = json.loads(LOCK.read_text())["packages"]["node_modules/plotly.js-basic-dist-min"]
+    installed = json.loads((path.parent / "package.json").read_text())
+    assert installed["version"] == pinned["version"]
+    # The same plotly.js release as the full bundle, and a fraction of its size.
+    version = re.escape(pinned["version"])
+    banner = re.compile(rf"\* plotly\.js (?:\(basic - minified\) )?v{version}\n")
+    assert banner.search(path.read_text()[:200])
+    assert banner.search(Path(finders.find(FULL)).read_text()[:200])
+    assert path.stat().st_size < Path(finders.find(FULL)).stat().st_size / 3
+    assert sorted((name, storage.prefix) for name, storage in PackageFileFinder().list([])) == [
+        ("plotly-basic.min.js", "vendor/plotly"), ("plotly.min.js", "vendor/plotly")]
+    assert PackageFileFinder().check() == []
+
+
+def test_without_the_npm_package_the_partial_name_serves_the_full_bundle(monkeypatch, tmp_path):
+    monkeypatch.setattr(static_finders, "NODE_MODULES", tmp_path / "node_modules")
+    assert PackageFileFinder().find(BASIC) == PackageFileFinder().find(FULL)
+    listed = {name: storage.path(name) for name, storage in PackageFileFinder().list([])}
+    assert listed["plotly-basic.min.js"] == listed["plotly.min.js"]
+    (message,) = PackageFileFinder().check()
+    assert message.id == "webapp.W002"
+    assert "scripts/node_modules.sh" in message.msg
+
+
+def test_a_missing_plotly_package_is_an_error(monkeypatch):
+    monkeypatch.setattr(static_finders.PythonPackageFile, "locate", lambda self: None)
+    monkeypatch.setattr(static_finders.NodePackageFile, "locate", lambda self: None)
+    assert {message.id for message in PackageFileFinder().check()} == {"webapp.E001"}
+    assert PackageFileFinder().find(BASIC) == []
 
 
 def test_templates_load_scripts_and_styles_only_from_static():
@@ -29,3 +80,62 @@ def test_templates_load_scripts_and_styles_only_from_static():
         for tag in re.findall(r"<(?:script|link)\b[^>]*>", text):
             for url in re.findall(r'(?:src|href)="([^"]*)"', tag):
                 assert url.startswith("{% static") or url.startswith("data:"), (template, url)
+        for url in re.findall(r'data-plotly="([^"]*)"', text):
+            assert url.startswith("{% static 'vendor/plotly/"), (template, url)
+
+
+def test_pages_of_lines_and_bars_load_the_partial_bundle():
+    """The partial bundle has scatter, bar and pie; compare_many draws a heatmap, which only
+    the full bundle has."""
+    for name in ("runs/run_detail.html", "compare/compare_pair.html",
+                 "compare/compare_baseline.html"):
+        text = (TEMPLATES / name).read_text()
+        assert "plotly.min.js" not in text, name
+        assert "'vendor/plotly/plotly-basic.min.js'" in text, name
+    assert "heatmap" in (REPO / "static" / "compare" / "many.js").read_text()
+    assert "plotly.min.js" in (TEMPLATES / "compare" / "compare_many.html").read_text()
+    charts = (REPO / "static" / "runs" / "charts.js").read_text()
+    assert set(re.findall(r'type: "(\w+)"', charts)) <= {"bar", "log", "category", "data"}
+
+
+@pytest.fixture
+def hashed_storage(settings):
+    """The production storage (webapp.settings); the fast tests use Django's plain one."""
+    settings.STORAGES = {**settings.STORAGES, "staticfiles": {
+        "BACKEND": "webapp.static_storage.HashedStaticFilesStorage"}}
+
+
+def test_uncollected_files_keep_their_plain_names(settings, tmp_path, hashed_storage):
+    settings.STATIC_ROOT = tmp_path / "empty"
+    assert static("runs/charts.js") == "/static/runs/charts.js"
+
+
+@needs_npm_bundle
+@pytest.mark.django_db
+def test_collected_files_get_hashed_names_served_as_immutable(settings, tmp_path,
+                                                            hashed_storage):
+    settings.STATIC_ROOT = tmp_path / "static"
+    call_command("collectstatic", "--no-input", "-v", "0")
+    charts = static("runs/charts.js")
+    basic = static(BASIC)
+    assert re.fullmatch(r"/static/runs/charts\.[0-9a-f]{12}\.js", charts)
+    assert re.fullmatch(r"/static/vendor/plotly/plotly-basic\.min\.[0-9a-f]{12}\.js", basic)
+    collected = settings.STATIC_ROOT / basic.removeprefix("/static/")
+    assert collected.read_bytes() == Path(finders.find(BASIC)).read_bytes()
+    # WhiteNoise reads STATIC_ROOT when the middleware is built: a fresh client's handler.
+    with override_settings(WHITENOISE_AUTOREFRESH=False, DEBUG=False):
+        client = Client()
+        hashed = client.get(basic)
+        plain = client.get("/static/runs/charts.js")
+    assert hashed.status_code == 200
+    assert "immutable" in hashed["Cache-Control"]
+    assert "max-age=315360000" in hashed["Cache-Control"]
+    assert plain.status_code == 200
+    assert "immutable" not in plain.get("Cache-Control", "")
+
+
+def test_production_settings_use_the_hashed_storage():
+    import webapp.settings as production
+
+    backend = production.STORAGES["staticfiles"]["BACKEND"]
+    assert backend == "webapp.static_storage.HashedStaticFilesStorage"
