@@ -1,24 +1,62 @@
-"""The JSON API for scripts: `POST /api/runs`, `GET /api/runs/<id>`, its results, datasets."""
+"""The JSON API for scripts: `POST /api/runs`, `GET /api/runs/<id>`, its results, datasets.
+
+The endpoints are django-ninja operations on `router` (mounted in `api_urls`), so the
+OpenAPI schema at `/api/openapi.json` is built from them. They read the request themselves
+and answer plain `JsonResponse`s: the upload goes through the same `UploadForm` as the page,
+and its errors keep their own shape. The schema's request bodies and answers are the models
+of `api_schemas`.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.http import require_GET, require_http_methods
+from ninja import Query, Router
 
 from webapp.benchmarks.selectors import dataset_list
+from webapp.runs import api_schemas as schemas
 from webapp.runs.forms import UploadForm
 from webapp.runs.intake import intake_file, too_large_issue, upload_was_too_large
 from webapp.runs.lifecycle import duplicate_answer
 from webapp.runs.selectors import get_run_for_user, run_result_lines, run_summary
 from webapp.runs.services import run_create
-from webapp.runs.uploads import discard_staged
-from webapp.teams.api_auth import api_auth
+from webapp.runs.uploads import Issue, discard_staged
+from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
+
+router = Router(tags=["runs"])
+
+REFUSALS = {401: schemas.Error, 404: schemas.Error}
+"""Answers every endpoint may give: no or a bad token; a run the caller may not see."""
+
+View = TypeVar("View", bound=Callable[..., HttpResponse])
 
 
-def _issues(issues: Any, status: int, message: str) -> JsonResponse:
+def read(path: str, **options: Any) -> Callable[[View], View]:
+    """A GET operation that answers HEAD too, as Django's `require_GET` views did (HEAD
+    stays out of the schema)."""
+
+    def register(view: View) -> View:
+        router.get(path, **options)(view)
+        router.add_api_operation(path, ["HEAD"], view, auth=options["auth"],
+                                 include_in_schema=False)
+        return view
+
+    return register
+
+
+def request_body(model: type[schemas.Schema], content_type: str = "application/json",
+                 ) -> dict[str, object]:
+    """An operation's documented request body, from a model of `api_schemas`, for views that
+    read the body themselves so that their errors keep the API's own shape."""
+    return {"requestBody": {"required": True, "content": {
+        content_type: {"schema": model.model_json_schema(ref_template="#/components/schemas/"
+                                                                      "{model}")}}}}
+
+
+def _issues(issues: tuple[Issue, ...] | list[Issue], status: int, message: str) -> JsonResponse:
     return JsonResponse(
         {"error": "invalid_file", "message": message,
          "issues": [issue.to_dict() for issue in issues]},
@@ -26,12 +64,18 @@ def _issues(issues: Any, status: int, message: str) -> JsonResponse:
     )
 
 
-@api_auth(allow_session=False)
-@require_http_methods(["POST"])
+@router.post(
+    "/runs", auth=TOKEN, url_name="runs", operation_id="run_create", summary="Upload a run",
+    response={201: schemas.RunCreated, 200: schemas.DryRun,
+              400: schemas.InvalidFile | schemas.InvalidRequest,
+              409: schemas.Duplicate, 413: schemas.InvalidFile, 401: schemas.Error},
+    openapi_extra=request_body(schemas.RunUpload, "multipart/form-data"),
+)
 def runs_create(request: HttpRequest) -> HttpResponse:
-    """Multipart form: file, dataset, name, model_name, model_meta (JSON), team, visibility,
-    sanitize, profile (the dataset's reference harness if absent); `dry_run=1` checks the file
-    and returns its coverage without creating a run."""
+    """Upload a generations file and start its evaluation. Nothing is stored unless the whole
+    file is valid; a 400 lists each problem with its line, column and field. With
+    `dry_run=1`, check the file and answer its coverage without creating a run. A file already
+    evaluated with the same options is a 409 naming the existing run."""
     form = UploadForm(request.POST, request.FILES, user=request.user, api=True)
     if upload_was_too_large(request):
         return _issues([too_large_issue()], 413, "The file is too large.")
@@ -70,18 +114,32 @@ def runs_create(request: HttpRequest) -> HttpResponse:
     }, status=201)
 
 
-@api_auth(allow_session=True)
-@require_GET
-def runs_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+@read(
+    "/runs/{int:run_id}", auth=TOKEN_OR_SESSION, url_name="run", operation_id="run_read",
+    summary="Read a run", response={200: schemas.RunSummary, **REFUSALS},
+)
+def runs_detail(
+    request: HttpRequest, run_id: int,
+    problems: str = Query("1", description="0 leaves out the per-problem scores."),
+) -> HttpResponse:
+    """The run's status, progress, pass@k with 95% intervals, and with `problems` (unless
+    `problems=0`) the scores of each problem. Poll it until `status` is finished, failed or
+    cancelled."""
     run = get_run_for_user(user=request.user, run_id=run_id)
-    problems = request.GET.get("problems", "1") != "0"
-    return JsonResponse(run_summary(run=run, include_problems=problems))
+    return JsonResponse(run_summary(run=run, include_problems=problems != "0"))
 
 
-@api_auth(allow_session=True)
-@require_GET
+@read(
+    "/runs/{int:run_id}/results", auth=TOKEN_OR_SESSION, url_name="run_results",
+    operation_id="run_results", summary="Per-sample results (JSON Lines)",
+    response=REFUSALS,
+    openapi_extra={"responses": {"200": {
+        "description": "One JSON object per sample, in the file's order.",
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}}},
+)
 def runs_results(request: HttpRequest, run_id: int) -> HttpResponse:
-    """Per-sample results as JSON Lines, in the file's order."""
+    """Per-sample results as JSON Lines, in the file's order, like
+    `python -m evaluator evaluate --results`."""
     run = get_run_for_user(user=request.user, run_id=run_id)
     # Built whole rather than streamed: under ASGI Django would buffer a synchronous stream
     # anyway, and one line per sample stays small beside the run itself.
@@ -92,9 +150,14 @@ def runs_results(request: HttpRequest, run_id: int) -> HttpResponse:
     return response
 
 
-@api_auth(allow_session=True)
-@require_GET
+@read(
+    "/datasets", auth=TOKEN_OR_SESSION, url_name="datasets", operation_id="dataset_list",
+    summary="List the datasets", tags=["datasets"],
+    response={200: schemas.DatasetList, 401: schemas.Error},
+)
 def datasets(request: HttpRequest) -> HttpResponse:
+    """The datasets a run can be evaluated on; give `key` (or `id`) as an upload's
+    `dataset`."""
     return JsonResponse({"datasets": [
         {"id": d.pk, "key": d.key, "name": d.name, "variant": d.variant,
          "language": d.language, "natural_language": d.natural_language,

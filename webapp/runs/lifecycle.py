@@ -1,6 +1,7 @@
 """A run after upload: edit (visibility, team, name, model), retract from the leaderboards
-and put back, delete (soft) and restore, and the purge of runs deleted long ago. Every
-change leaves a `RunChange`.
+and put back (confirming a run held for review), resume after a cancel, delete (soft) and
+restore, and the purge of runs deleted long ago. Every change leaves a `RunChange`, as the
+cancel does (`services.run_cancel`).
 
 Who may act: whoever `run_can_manage` allows (the run's owner, or an owner of its team).
 Callers fetch the run through `get_run_for_user` first, so an outsider gets a 404 before
@@ -31,7 +32,8 @@ from webapp.runs.dispatch import send_run_start
 from webapp.runs.live import run_group
 from webapp.runs.models import Chunk, Run, RunChange
 from webapp.runs.selectors import Viewer, run_can_manage
-from webapp.runs.services import run_cancel
+from webapp.runs.services import run_cancel, run_change_record
+from webapp.runs.verified import CONFIRMED, HELD, run_verification
 from webapp.teams.models import Membership, Team
 
 logger = logging.getLogger(__name__)
@@ -40,6 +42,8 @@ ACCESS_MESSAGE = "run.access"
 """Channel-layer message telling a run's websockets to check their viewer again."""
 
 MANAGE_DENIED = "Only the run's owner or an owner of its team can change it."
+HISTORY_SHOWN = 200
+"""The newest changes the run page lists."""
 NAME_MAX = 200
 
 
@@ -58,11 +62,6 @@ class RunEdit:
 def _require_manage(*, user: Viewer, run: Run) -> None:
     if not run_can_manage(user=user, run=run):
         raise PermissionDenied(MANAGE_DENIED)
-
-
-def _record(*, run: Run, actor: AbstractBaseUser, field: str, before: str, after: str) -> None:
-    RunChange.objects.create(run=run, actor=actor, actor_name=actor.get_username()[:150],
-                             field=field, before=before, after=after)
 
 
 def _meta_text(meta: dict[str, Any]) -> str:
@@ -161,10 +160,21 @@ def run_update(*, user: AbstractBaseUser, run: Run, edit: RunEdit) -> list[RunCh
     return recorded
 
 
-def run_set_on_leaderboards(*, user: AbstractBaseUser, run: Run, listed: bool) -> bool:
+def run_set_on_leaderboards(*, user: AbstractBaseUser, run: Run, listed: bool,
+                            confirm: bool = False) -> bool:
     """Retract a run from the leaderboards (`listed=False`) or put it back; False when it
-    already was so."""
+    already was so. A run held for review (`webapp.runs.verified`) is listed only with
+    `confirm`, which leaves its own entry in the history."""
     _require_manage(user=user, run=run)
+    if listed:
+        verification = run_verification(run=run)
+        if verification.held and not confirm:
+            raise ValidationError({"confirm": (
+                "This run is held for review: " + "; ".join(verification.review.values())
+                + ". Confirm to list it anyway.")})
+        if confirm and verification.held:
+            run_change_record(run=run, actor=user, field=RunChange.Field.LEADERBOARD,
+                              before=HELD, after=CONFIRMED)
     with transaction.atomic():
         if listed:
             changed = Run.objects.filter(pk=run.pk, retracted_at__isnull=False).update(
@@ -173,7 +183,7 @@ def run_set_on_leaderboards(*, user: AbstractBaseUser, run: Run, listed: bool) -
             changed = Run.objects.filter(pk=run.pk, retracted_at__isnull=True).update(
                 retracted_at=timezone.now())
         if changed:
-            _record(run=run, actor=user, field=RunChange.Field.LEADERBOARD,
+            run_change_record(run=run, actor=user, field=RunChange.Field.LEADERBOARD,
                     before="retracted" if listed else "listed",
                     after="listed" if listed else "retracted")
     run.refresh_from_db(fields=["retracted_at"])
@@ -199,6 +209,8 @@ def run_resume(*, user: AbstractBaseUser, run: Run) -> None:
         # with nothing to send, and the sweeper computes the scores of such a run.
         Run.objects.filter(pk=run.pk).update(status=Run.Status.QUEUED, finished_at=None,
                                              error="", dispatched_at=None)
+        run_change_record(run=run, actor=user, field=RunChange.Field.STATUS,
+                          before=Run.Status.CANCELLED, after=Run.Status.QUEUED)
         transaction.on_commit(lambda: send_run_start(run_id=run.pk))
     run.refresh_from_db(fields=["status", "finished_at", "error"])
 
@@ -220,7 +232,7 @@ def run_delete(*, user: AbstractBaseUser, run: Run) -> None:
         deleted = Run.objects.filter(pk=run.pk, deleted_at__isnull=True).update(
             deleted_at=timezone.now())
         if deleted:
-            _record(run=run, actor=user, field=RunChange.Field.DELETED, before="no",
+            run_change_record(run=run, actor=user, field=RunChange.Field.DELETED, before="no",
                     after="yes")
             transaction.on_commit(lambda: _notify_access(run.pk))
     run.refresh_from_db(fields=["deleted_at", "status"])
@@ -233,7 +245,7 @@ def run_restore(*, user: AbstractBaseUser, run: Run) -> bool:
         restored = Run.objects.filter(pk=run.pk, deleted_at__isnull=False).update(
             deleted_at=None)
         if restored:
-            _record(run=run, actor=user, field=RunChange.Field.DELETED, before="yes",
+            run_change_record(run=run, actor=user, field=RunChange.Field.DELETED, before="yes",
                     after="no")
     run.refresh_from_db(fields=["deleted_at"])
     return bool(restored)
@@ -264,11 +276,15 @@ def run_changes(*, run: Run) -> QuerySet[RunChange]:
 
 def run_lifecycle_context(*, run: Run) -> dict[str, Any]:
     """What the run page's manage panel and history draw."""
+    changes = list(run_changes(run=run)[:HISTORY_SHOWN + 1])
+    whole = changes if len(changes) <= HISTORY_SHOWN else None
     return {
-        "changes": list(run_changes(run=run)[:200]),
+        "changes": changes[:HISTORY_SHOWN],
         "model_meta_text": json.dumps(run.model_meta, ensure_ascii=False) if run.model_meta
         else "",
         "visibilities": Run.Visibility.choices,
+        "verification": run_verification(run=run, changes=whole)
+        if run.status == Run.Status.FINISHED else None,
     }
 
 

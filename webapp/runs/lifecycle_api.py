@@ -1,28 +1,31 @@
-"""The API's writes to a run after upload, with a token only (`api_auth`):
+"""The API's writes to a run after upload, with a token only:
 
 - `PATCH /api/runs/<id>`: a JSON object with any of visibility, team (slug), name, model,
   model_meta; answers the run and the changes made;
 - `DELETE /api/runs/<id>`: delete (restorable for `WORKBENCH_DELETED_RUN_DAYS` days);
 - `POST /api/runs/<id>/restore`: restore a deleted run;
-- `POST /api/runs/<id>/leaderboards` with `{"listed": false}` or `true`: retract, put back;
-- `GET /api/runs/<id>/changes`: the run's history (a session will do, as for other reads).
+- `POST /api/runs/<id>/leaderboards` with `{"listed": false}` or `true`: retract, put back
+  (`"confirm": true` as well to list a run held back for review);
+- `POST /api/runs/<id>/cancel`: stop a queued or running run (what it evaluated stays);
+- `POST /api/runs/<id>/resume`: take a cancelled run up again;
+- `GET /api/runs/<id>/changes`: the run's history (a session will do, as for other reads);
+  it lives here, beside the writes it records.
 
-A run the caller may not see is a 404; one they may see but not manage is a 403.
+A run the caller may not see is a 404; one they may see but not manage is a 403 (the API's
+handlers of `PermissionDenied` and `ValidationError`, in `api_urls`). They are operations
+on the same router as `api`'s reads.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from webapp.runs import api
+from webapp.runs import api_schemas as schemas
+from webapp.runs.api import REFUSALS, read, request_body, router
 from webapp.runs.lifecycle import (
     RunEdit,
     get_deleted_run_for_user,
@@ -30,34 +33,18 @@ from webapp.runs.lifecycle import (
     run_changes,
     run_delete,
     run_restore,
+    run_resume,
     run_set_on_leaderboards,
     run_update,
 )
 from webapp.runs.models import RunChange
 from webapp.runs.selectors import get_run_for_user, run_summary
-from webapp.teams.api_auth import api_auth
+from webapp.runs.services import run_cancel
+from webapp.runs.verified import run_verification
+from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
 
 EDITABLE = {"visibility", "team", "name", "model", "model_meta"}
 BODY_LIMIT = 64 * 1024
-
-View = Callable[..., HttpResponse]
-
-
-def _refusals(view: View) -> View:
-    """A permission refusal or bad input as a JSON answer, like the API's other errors."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            return view(request, *args, **kwargs)
-        except PermissionDenied as exc:
-            return JsonResponse({"error": "forbidden", "message": str(exc)}, status=403)
-        except ValidationError as exc:
-            fields = exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages}
-            return JsonResponse({"error": "invalid_request", "message": "Nothing was changed.",
-                                 "fields": fields}, status=400)
-
-    return wrapper
 
 
 def _json_body(request: HttpRequest) -> dict[str, Any]:
@@ -90,9 +77,16 @@ def _edit_from(body: dict[str, Any]) -> RunEdit:
                    model_meta=body.get("model_meta"))
 
 
-@api_auth(allow_session=False)
-@_refusals
-def _update(request: HttpRequest, run_id: int) -> HttpResponse:
+@router.patch(
+    "/runs/{int:run_id}", auth=TOKEN, url_name="run", operation_id="run_update",
+    summary="Change a run", tags=["lifecycle"],
+    response={200: schemas.RunUpdated, 400: schemas.InvalidRequest, 403: schemas.Error,
+              **REFUSALS},
+    openapi_extra=request_body(schemas.RunPatch),
+)
+def run_update_api(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Change a run's visibility, team, name, model or model metadata. Only its owner or an
+    owner of its team may; everything wrong is named at once and nothing is changed."""
     run = get_run_for_user(user=request.user, run_id=run_id)
     body = _json_body(request)
     changes = run_update(user=request.user, run=run, edit=_edit_from(body))
@@ -100,9 +94,14 @@ def _update(request: HttpRequest, run_id: int) -> HttpResponse:
                          "changes": [change_json(change) for change in changes]})
 
 
-@api_auth(allow_session=False)
-@_refusals
-def _delete(request: HttpRequest, run_id: int) -> HttpResponse:
+@router.delete(
+    "/runs/{int:run_id}", auth=TOKEN, url_name="run", operation_id="run_delete",
+    summary="Delete a run", tags=["lifecycle"],
+    response={200: schemas.RunDeleted, 403: schemas.Error, **REFUSALS},
+)
+def run_delete_api(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Delete a run (cancelled first if still going). It can be restored until
+    `restorable_until`, then it is purged."""
     run = get_run_for_user(user=request.user, run_id=run_id)
     run_delete(user=request.user, run=run)
     deadline = restore_deadline(run)
@@ -111,42 +110,78 @@ def _delete(request: HttpRequest, run_id: int) -> HttpResponse:
                          "restore_url": f"/api/runs/{run.pk}/restore"})
 
 
-@csrf_exempt
-def run_item(request: HttpRequest, run_id: int) -> HttpResponse:
-    """`/api/runs/<id>`: GET reads (`api.runs_detail`), PATCH edits, DELETE deletes."""
-    if request.method in ("GET", "HEAD"):
-        return api.runs_detail(request, run_id)
-    if request.method == "PATCH":
-        return _update(request, run_id)
-    if request.method == "DELETE":
-        return _delete(request, run_id)
-    return HttpResponseNotAllowed(["GET", "PATCH", "DELETE"])
-
-
-@api_auth(allow_session=False)
-@require_POST
-@_refusals
+@router.post(
+    "/runs/{int:run_id}/restore", auth=TOKEN, url_name="run_restore",
+    operation_id="run_restore", summary="Restore a deleted run", tags=["lifecycle"],
+    response={200: schemas.RunRestored, 403: schemas.Error, **REFUSALS},
+)
 def run_restore_api(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Bring back a deleted run as it was."""
     run = get_deleted_run_for_user(user=request.user, run_id=run_id)
     run_restore(user=request.user, run=run)
     return JsonResponse({"id": run.pk, "deleted": False, "api_url": f"/api/runs/{run.pk}"})
 
 
-@api_auth(allow_session=False)
-@require_POST
-@_refusals
+@router.post(
+    "/runs/{int:run_id}/leaderboards", auth=TOKEN, url_name="run_leaderboards",
+    operation_id="run_set_on_leaderboards", summary="Retract from or list on leaderboards",
+    tags=["lifecycle"],
+    response={200: schemas.Listed, 400: schemas.InvalidRequest, 403: schemas.Error,
+              **REFUSALS},
+    openapi_extra=request_body(schemas.Listing),
+)
 def run_leaderboards_api(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Retract a run from the leaderboards, or put it back. A run held for review (most
+    samples failed to compile, or uploaded in another language) needs `confirm` too."""
     run = get_run_for_user(user=request.user, run_id=run_id)
-    listed = _json_body(request).get("listed")
+    body = _json_body(request)
+    listed, confirm = body.get("listed"), body.get("confirm", False)
     if not isinstance(listed, bool):
         raise ValidationError({"listed": "Give true (put back) or false (retract)."})
-    run_set_on_leaderboards(user=request.user, run=run, listed=listed)
-    return JsonResponse({"id": run.pk, "on_leaderboards": run.retracted_at is None})
+    if not isinstance(confirm, bool):
+        raise ValidationError({"confirm": "Give true or false."})
+    run_set_on_leaderboards(user=request.user, run=run, listed=listed, confirm=confirm)
+    return JsonResponse({"id": run.pk, "on_leaderboards": run.retracted_at is None,
+                         "verified": run_verification(run=run).to_dict()})
 
 
-@api_auth(allow_session=True)
-@require_GET
+@router.post(
+    "/runs/{int:run_id}/cancel", auth=TOKEN, url_name="run_cancel", operation_id="run_cancel",
+    summary="Cancel a run", tags=["lifecycle"],
+    response={200: schemas.RunStatus, 400: schemas.InvalidRequest, 403: schemas.Error,
+              **REFUSALS},
+)
+def run_cancel_api(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Stop a queued or running run: queued work is dropped, running work stops after its
+    current sample. What it evaluated is kept, and it can be resumed."""
+    run = get_run_for_user(user=request.user, run_id=run_id)
+    if not run_cancel(user=request.user, run=run):
+        raise ValidationError("The run has already stopped.")
+    run.refresh_from_db(fields=["status"])
+    return JsonResponse({"id": run.pk, "status": run.status})
+
+
+@router.post(
+    "/runs/{int:run_id}/resume", auth=TOKEN, url_name="run_resume", operation_id="run_resume",
+    summary="Resume a cancelled run", tags=["lifecycle"],
+    response={200: schemas.RunStatus, 400: schemas.InvalidRequest, 403: schemas.Error,
+              **REFUSALS},
+)
+def run_resume_api(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Take a cancelled run up again: what it evaluated stays, the rest is queued."""
+    run = get_run_for_user(user=request.user, run_id=run_id)
+    run_resume(user=request.user, run=run)
+    return JsonResponse({"id": run.pk, "status": run.status})
+
+
+@read(
+    "/runs/{int:run_id}/changes", auth=TOKEN_OR_SESSION, url_name="run_changes",
+    operation_id="run_changes", summary="A run's history", tags=["lifecycle"],
+    response={200: schemas.RunChanges, **REFUSALS},
+)
 def run_changes_api(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Every change of visibility, team, name, model, leaderboard status, cancel, resume
+    and deletion: who, when, before and after; newest first."""
     run = get_run_for_user(user=request.user, run_id=run_id)
     return JsonResponse({"id": run.pk,
                          "changes": [change_json(change) for change in run_changes(run=run)]})

@@ -82,13 +82,23 @@ def run_edit(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def run_leaderboards(request: HttpRequest, run_id: int) -> HttpResponse:
-    """`listed=1` puts the run back on the leaderboards, `listed=0` retracts it."""
+    """`listed=1` puts the run back on the leaderboards, `listed=0` retracts it; `confirm=1`
+    lists a run held for review."""
     run = get_run_for_user(user=request.user, run_id=run_id)
     listed = request.POST.get("listed")
     if listed not in ("0", "1"):
         messages.error(request, "Say listed=1 (put back) or listed=0 (retract).")
         return redirect(run)
-    if run_set_on_leaderboards(user=request.user, run=run, listed=listed == "1"):
+    confirm = request.POST.get("confirm") == "1"
+    try:
+        changed = run_set_on_leaderboards(user=request.user, run=run, listed=listed == "1",
+                                          confirm=confirm)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect(run)
+    if confirm:
+        messages.success(request, "Confirmed: the run stands on the leaderboards.")
+    elif changed:
         messages.success(request, "The run is back on the leaderboards." if listed == "1"
                          else "The run was retracted from the leaderboards.")
     return redirect(run)

@@ -20,7 +20,8 @@ from django.core import signing
 from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandler
 
-from evaluator.language_check import LANGUAGE_NAMES, LanguageCheck, check_language
+from evaluator.language_check import LanguageCheck, check_language
+from evaluator.languages.registry import display_name
 from evaluator.profiles import default_profile, get_profile
 from evaluator.records import HARNESS_VERSION
 from evaluator.samples import FileIssue, SampleFile, read_samples
@@ -111,8 +112,22 @@ class EvaluationOptions:
         }
 
 
+class HasIssues:
+    """The errors and the warnings among a checked file's `issues`."""
+
+    issues: tuple[Issue, ...]
+
+    @property
+    def errors(self) -> tuple[Issue, ...]:
+        return tuple(issue for issue in self.issues if issue.severity == "error")
+
+    @property
+    def warnings(self) -> tuple[Issue, ...]:
+        return tuple(issue for issue in self.issues if issue.severity == "warning")
+
+
 @dataclass(frozen=True)
-class UploadCheck:
+class UploadCheck(HasIssues):
     """The verdict on one staged file: its issues, and what it holds when it is usable."""
 
     path: Path
@@ -128,13 +143,6 @@ class UploadCheck:
     suggested: Dataset | None = None
     """The variant of the dataset in the language the generations look like, if stored."""
 
-    @property
-    def errors(self) -> tuple[Issue, ...]:
-        return tuple(issue for issue in self.issues if issue.severity == "error")
-
-    @property
-    def warnings(self) -> tuple[Issue, ...]:
-        return tuple(issue for issue in self.issues if issue.severity == "warning")
 
     @property
     def ok(self) -> bool:
@@ -169,6 +177,11 @@ class UploadCheck:
             "unequal_n": coverage.unequal_n,
             "layout": self.parsed.layout,
             "sanitized": sum(1 for sample in self.parsed.samples if sample.sanitized),
+            # Only with `allow_language_mismatch` does such a file get this far; the run is
+            # then held off leaderboards until confirmed (`webapp.runs.verified`).
+            **({"language_mismatch": self.language.detected}
+               if self.language is not None and not self.language.fits
+               and self.language.detected else {}),
         }
 
 
@@ -226,7 +239,7 @@ def _language_issues(language: LanguageCheck, dataset: Dataset, suggested: Datas
     message = language.message()
     if language.detected is None:
         return [Issue(None, None, "language_unclear", message, "warning")]
-    name = LANGUAGE_NAMES[language.detected]
+    name = display_name(language.detected)
     if allowed:
         return [Issue(None, None, "wrong_language",
                       f"{message} Evaluating against {dataset.key} anyway, as asked.", "warning")]

@@ -1,55 +1,74 @@
-"""Bearer-token authentication for the JSON API."""
+"""Who calls the JSON API: a bearer token, or for reads a signed-in browser's session.
+
+Writes take a token only, so a browser's session cookie can never be used for them and CSRF
+cannot apply. The two are django-ninja auth classes, so the OpenAPI schema names them as
+security schemes; a refusal is the API's usual 401 body (`unauthorized_answer`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.csrf import csrf_exempt
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+from ninja.security import APIKeyCookie, HttpBearer
 
 from webapp.teams.selectors import user_for_token
 from webapp.teams.services import token_touch
 
-View = Callable[..., HttpResponse]
+TOKEN_REQUIRED = "An API token is required (`Authorization: Bearer ...`)."  # noqa: S105
 
 
-def _unauthorized(message: str) -> JsonResponse:
+class Unauthorized(Exception):
+    """A credential was given and is wrong: answer 401 at once, whatever else came along."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def unauthorized_answer(message: str) -> JsonResponse:
     response = JsonResponse({"error": "unauthorized", "message": message}, status=401)
     response["WWW-Authenticate"] = 'Bearer realm="api"'
     return response
 
 
-def api_auth(*, allow_session: bool) -> Callable[[View], View]:
-    """Authenticate by `Authorization: Bearer <token>`.
+class TokenAuth(HttpBearer):
+    """`Authorization: Bearer <token>`, a token made on the Tokens page."""
 
-    Writes take a token only, so a browser's session cookie can never be used for them and
-    CSRF cannot apply; reads may also use the session of a signed-in browser.
-    """
+    def __call__(self, request: HttpRequest) -> Any:
+        header = request.headers.get("Authorization", "")
+        if not header:
+            return None
+        scheme, _, secret = header.partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise Unauthorized("Use the header `Authorization: Bearer <token>`.")
+        return self.authenticate(request, secret.strip())
 
-    def decorate(view: View) -> View:
-        @csrf_exempt
-        @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            header = request.headers.get("Authorization", "")
-            if header:
-                scheme, _, secret = header.partition(" ")
-                if scheme.lower() != "bearer" or not secret.strip():
-                    return _unauthorized("Use the header `Authorization: Bearer <token>`.")
-                found = user_for_token(secret=secret.strip())
-                if found is None:
-                    return _unauthorized("The token is unknown or has been revoked.")
-                request.user, token = found
-                token_touch(token=token)
-            elif not (allow_session and request.user.is_authenticated):
-                return _unauthorized("An API token is required (`Authorization: Bearer ...`).")
-            try:
-                return view(request, *args, **kwargs)
-            except Http404:
-                return JsonResponse({"error": "not_found", "message": "No such object."},
-                                    status=404)
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        found = user_for_token(secret=token)
+        if found is None:
+            raise Unauthorized("The token is unknown or has been revoked.")
+        request.user, stored = found
+        token_touch(token=stored)
+        return request.user
 
-        return wrapper
 
-    return decorate
+class SessionAuth(APIKeyCookie):
+    """The session of a signed-in browser, for reads only (they change nothing, so CSRF
+    does not matter)."""
+
+    param_name = settings.SESSION_COOKIE_NAME
+
+    def __init__(self) -> None:
+        super().__init__(csrf=False)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        return request.user if request.user.is_authenticated else None
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Any:
+        return self(request)
+
+
+TOKEN = [TokenAuth()]
+TOKEN_OR_SESSION = [TokenAuth(), SessionAuth()]

@@ -1,0 +1,258 @@
+"""The shapes of the JSON API's requests and answers, from which django-ninja builds the
+OpenAPI schema (`/api/openapi.json`).
+
+The views still build their answers as plain dicts (`run_summary`, `duplicate_answer`...);
+these models describe them for the schema, and `tests/webapp/runs/test_openapi.py` checks
+real answers against it, so a field added to a view and not here fails a test only when it
+breaks a declared type. Objects stay open (extra keys allowed) where a view may grow.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+Visibility = Literal["private", "team", "public"]
+
+
+class Error(Schema):
+    """Every refusal: a machine-readable `error` and a sentence for people."""
+
+    error: str = Field(description="unauthorized, not_found, forbidden, invalid_request, "
+                                   "invalid_file, duplicate.")
+    message: str
+
+
+class FileIssue(Schema):
+    line: int | None = Field(description="1-based line of the file; null for the whole file.")
+    column: int | None
+    field: str | None
+    code: str
+    message: str
+    severity: str = Field(description="error or warning.")
+
+
+class InvalidFile(Error):
+    issues: list[FileIssue]
+
+
+class InvalidRequest(Error):
+    fields: dict[str, Any] = Field(description="The invalid fields and what is wrong with each.")
+
+
+class Coverage(Schema):
+    tasks_total: int
+    tasks_with_samples: int
+    missing_tasks: list[str]
+    samples_total: int
+    min_n: int
+    max_n: int
+    max_k: int
+    unequal_n: bool
+    layout: str
+    sanitized: int
+    language_mismatch: str | None = Field(None, description="The language the generations "
+                                          "parse as, when it is not the dataset's and the "
+                                          "upload allowed it.")
+
+
+class RunUpload(Schema):
+    """`POST /api/runs`, as `multipart/form-data`."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"file": "@samples.jsonl", "dataset": "humaneval/python/en", "model_name": "my-model"}]})
+
+    file: bytes = Field(json_schema_extra={"format": "binary"},
+                        description="JSON Lines, plain (.jsonl) or gzip-compressed (.jsonl.gz).")
+    dataset: str = Field(description="Dataset id, or key such as humaneval/python/en.")
+    name: str = Field("", description="The run's name; the file's name if empty.")
+    model_name: str = ""
+    model_meta: str = Field("", description='A JSON object, like {"temperature": 0.8}.')
+    team: str = Field("", description="Team slug; your personal team if empty.")
+    visibility: Visibility = "team"
+    profile: str = Field("", description="Harness profile; the dataset's reference harness "
+                                         "if empty (see /profiles/).")
+    sanitize: bool = Field(False, description="Clean up raw model output (off, as in the "
+                                              "reference harnesses).")
+    allow_language_mismatch: bool = Field(
+        False, description="Evaluate even if the generations parse as another language; "
+                           "such a run stays off leaderboards until its owner confirms it.")
+    dry_run: bool = Field(False, description="Check the file and answer its coverage; "
+                                             "create nothing.")
+
+
+class DryRun(Schema):
+    coverage: Coverage
+    warnings: list[FileIssue]
+    profile: str
+
+
+class RunCreated(Schema):
+    id: int
+    url: str = Field(description="The run's page.")
+    api_url: str
+    websocket: str = Field(description="Live events, for a signed-in browser session.")
+    status: str
+    coverage: Coverage
+    warnings: list[FileIssue]
+    profile: str
+
+
+class DuplicateRun(Schema):
+    id: int
+    name: str
+    url: str
+    api_url: str
+    team: str
+    visibility: Visibility
+
+
+class Duplicate(Error):
+    run: DuplicateRun
+    requested: dict[str, str]
+    can_edit: bool
+    edit: dict[str, Any] | None = Field(None, description="How to share or move the run "
+                                                          "instead, when the caller may.")
+
+
+class PassAtK(Schema):
+    k: int
+    value: float
+    low: float = Field(description="Lower end of the 95% bootstrap interval over problems.")
+    high: float
+
+
+class Progress(Schema):
+    done: int
+    total: int
+    by_status: dict[str, int]
+
+
+class DatasetRef(Schema):
+    id: int
+    key: str
+    version: str
+
+
+class ProblemScore(Schema):
+    task_id: str
+    n: int
+    c: int
+    counts: dict[str, int]
+    pass_at_k: dict[str, float]
+    intervals: dict[str, Any]
+    top_failure: str
+
+
+class RunSummary(Schema):
+    id: int
+    url: str
+    name: str
+    model: str
+    model_meta: dict[str, Any]
+    status: Literal["queued", "running", "finished", "failed", "cancelled"]
+    error: str
+    visibility: Visibility
+    team: str
+    on_leaderboards: bool
+    verified: dict[str, Any] = Field(description="Whether the run counts as verified, and "
+                                                 "which conditions it fails (see the API page).")
+    owner: str
+    dataset: DatasetRef
+    file: dict[str, Any]
+    options: dict[str, Any]
+    sandbox: str
+    harness_version: str
+    coverage: dict[str, Any]
+    progress: Progress
+    unstable: int
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    pass_at_k: list[PassAtK]
+    profile: dict[str, Any]
+    profile_comparison: dict[str, Any] | None
+    problems: list[ProblemScore] | None = Field(None, description="Absent with ?problems=0.")
+
+
+class RunPatch(Schema):
+    """`PATCH /api/runs/<id>`: any of these; the others stay as they are."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"visibility": "public", "team": "my-lab"}]})
+
+    visibility: Visibility | None = None
+    team: str | None = Field(None, description="The new team's slug; you must be a member.")
+    name: str | None = None
+    model: str | None = None
+    model_meta: dict[str, Any] | None = None
+
+
+class Change(Schema):
+    field: str
+    before: str
+    after: str
+    by: str
+    at: str
+
+
+class RunUpdated(Schema):
+    run: RunSummary
+    changes: list[Change]
+
+
+class RunDeleted(Schema):
+    id: int
+    deleted: Literal[True]
+    restorable_until: str | None
+    restore_url: str
+
+
+class RunRestored(Schema):
+    id: int
+    deleted: Literal[False]
+    api_url: str
+
+
+class RunStatus(Schema):
+    id: int
+    status: str
+
+
+class Listing(Schema):
+    """`POST /api/runs/<id>/leaderboards`."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"listed": False}]})
+
+    listed: bool = Field(description="false retracts the run from the leaderboards, true puts "
+                                     "it back.")
+    confirm: bool = Field(False, description="Needed to list a run held back for review "
+                                             "(mostly compile errors, or another language).")
+
+
+class Listed(Schema):
+    id: int
+    on_leaderboards: bool
+    verified: dict[str, Any]
+
+
+class RunChanges(Schema):
+    id: int
+    changes: list[Change]
+
+
+class DatasetItem(Schema):
+    id: int
+    key: str
+    name: str
+    variant: str
+    language: str
+    natural_language: str
+    version: str
+    problems: int
+
+
+class DatasetList(Schema):
+    datasets: list[DatasetItem]
