@@ -11,9 +11,13 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", signup, name="signup"),
     path("api/", include("webapp.runs.api_urls")),
+    path("api/", include("webapp.suites.api_urls")),
     path("admin/", admin.site.urls),
     path("compare/", include("webapp.compare.urls")),
+    path("suites/", include("webapp.suites.urls")),
+    path("suites/", include("webapp.suites.fidelity_urls")),
     path("", include("webapp.teams.urls")),
     path("", include("webapp.benchmarks.urls")),
     path("", include("webapp.runs.urls")),
+    path("", include("webapp.defects.urls")),
 ]
