@@ -63,3 +63,30 @@ def page_times(client: Any, path: str, repeats: int) -> tuple[bytes, list[float]
         if response.status_code != 200:
             raise SystemExit(f"{path}: HTTP {response.status_code}")
     return response.content, times
+
+
+def store_verdicts(run: Any, chunk: Any, variants: Any, passed: Any, samples_each: int, *,
+                   text: str = "    pass\n", message: str = "",
+                   results: bool = True) -> None:
+    """Store a synthetic run's verdicts straight into the database: for each variant,
+    `samples_each` samples of which the first `passed[i]` passed, and (with `results`) the
+    problem's ProblemResult. Benchmarks of pages build big runs this way instead of
+    evaluating them; Django must be set up."""
+    from webapp.runs.models import ProblemResult, Sample
+
+    samples, problems = [], []
+    for variant, c in zip(variants, [int(x) for x in passed], strict=True):
+        task = variant.problem.task_id
+        for index in range(samples_each):
+            samples.append(Sample(
+                run=run, chunk=chunk, variant=variant, task_id=task, source_task_id=task,
+                index=index, position=len(samples), line=len(samples) + 1, raw=text,
+                completion=text, status="passed" if index < c else "failed",
+                **({"message": message} if message and index >= c else {})))
+        problems.append(ProblemResult(
+            run=run, problem=variant.problem, task_id=task, n=samples_each, c=c,
+            counts={"passed": c, "failed": samples_each - c},
+            pass_at_k={"1": c / samples_each}))
+    Sample.objects.bulk_create(samples, batch_size=2000)
+    if results:
+        ProblemResult.objects.bulk_create(problems)

@@ -26,7 +26,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.common import configure_django, load_average, page_times  # noqa: E402
+from bench.common import configure_django, load_average, page_times, store_verdicts  # noqa: E402, E501
 
 TARGET_MS = 500.0
 SAMPLES = 100
@@ -49,7 +49,7 @@ def build_runs() -> list[Any]:
     from evaluator.datasets import load_dataset
     from webapp.benchmarks.models import ProblemVariant
     from webapp.benchmarks.services import dataset_import
-    from webapp.runs.models import Chunk, ProblemResult, Run, Sample
+    from webapp.runs.models import Chunk, Run
     from webapp.teams.services import user_sign_up
 
     call_command("migrate", "--no-input", "-v", "0")
@@ -81,22 +81,7 @@ def build_runs() -> list[Any]:
                                          status=Chunk.Status.DONE)
             rates = np.clip(difficulty + shift, 0.0, 1.0)
             passed = rng.binomial(SAMPLES, rates)
-            samples, results = [], []
-            for variant, c in zip(variants, passed.tolist(), strict=True):
-                task = variant.problem.task_id
-                for index in range(SAMPLES):
-                    status = "passed" if index < c else "failed"
-                    samples.append(Sample(
-                        run=run, chunk=chunk, variant=variant, task_id=task,
-                        source_task_id=task, index=index, position=len(samples),
-                        line=len(samples) + 1, raw="    pass\n", completion="    pass\n",
-                        status=status))
-                results.append(ProblemResult(
-                    run=run, problem=variant.problem, task_id=task, n=SAMPLES, c=c,
-                    counts={"passed": c, "failed": SAMPLES - c},
-                    pass_at_k={"1": c / SAMPLES}))
-            Sample.objects.bulk_create(samples, batch_size=2000)
-            ProblemResult.objects.bulk_create(results)
+            store_verdicts(run, chunk, variants, passed, SAMPLES)
             run.passed_count = int(passed.sum())
             run.failed_count = run.samples_total - run.passed_count
             run.save(update_fields=["passed_count", "failed_count"])

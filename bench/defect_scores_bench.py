@@ -30,7 +30,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.common import configure_django, load_average, page_times, shared_dir  # noqa: E402
+from bench.common import (  # noqa: E402
+    configure_django,
+    load_average,
+    page_times,
+    shared_dir,
+    store_verdicts,
+)
 
 TARGET_MS = 500.0
 SAMPLES = 100
@@ -53,7 +59,7 @@ def build_runs(source: Path) -> list[Any]:
     from webapp.defects.models import PatchedScoring
     from webapp.defects.scores import dataset_defects
     from webapp.runs.aggregation import run_finalize
-    from webapp.runs.models import Chunk, Run, Sample
+    from webapp.runs.models import Chunk, Run
     from webapp.teams.services import user_sign_up
 
     call_command("migrate", "--no-input", "-v", "0")
@@ -86,17 +92,8 @@ def build_runs(source: Path) -> list[Any]:
                                          status=Chunk.Status.DONE)
             noise = rng.normal(0.0, 0.1, size=len(variants))
             passed = rng.binomial(SAMPLES, np.clip(difficulty + skill + noise, 0.0, 1.0))
-            samples = []
-            for variant, c in zip(variants, passed.tolist(), strict=True):
-                task = variant.problem.task_id
-                for index in range(SAMPLES):
-                    samples.append(Sample(
-                        run=run, chunk=chunk, variant=variant, task_id=task,
-                        source_task_id=task, index=index, position=len(samples),
-                        line=len(samples) + 1, raw="  return 0\n", completion="  return 0\n",
-                        status="passed" if index < c else "failed",
-                        message="" if index < c else "AssertionError"))
-            Sample.objects.bulk_create(samples, batch_size=2000)
+            store_verdicts(run, chunk, variants, passed, SAMPLES, text="  return 0\n",
+                           message="AssertionError", results=False)
         if not run_finalize(run_id=run.pk):
             raise SystemExit(f"{run.name}: the aggregation step did not finish it")
         run.refresh_from_db()

@@ -31,7 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.common import configure_django, load_average, page_times  # noqa: E402
+from bench.common import configure_django, load_average, page_times, store_verdicts  # noqa: E402, E501
 
 TARGET_MS = 500.0
 SAMPLES = 100
@@ -81,7 +81,7 @@ def build_suite(suite_name: str = SUITE_NAME, broken: tuple[int, ...] = ()) -> A
     from evaluator.datasets import load_dataset
     from webapp.benchmarks.models import ProblemVariant
     from webapp.benchmarks.services import dataset_import
-    from webapp.runs.models import Chunk, ProblemResult, Run, RunMetric, Sample
+    from webapp.runs.models import Chunk, Run, RunMetric
     from webapp.suites.models import Suite, SuiteRun
     from webapp.teams.services import user_sign_up
 
@@ -121,21 +121,7 @@ def build_suite(suite_name: str = SUITE_NAME, broken: tuple[int, ...] = ()) -> A
             if natural == "ar" and broken:
                 rates[list(broken)] = np.minimum(rates[list(broken)], 0.02)
             passed = rng.binomial(SAMPLES, rates)
-            samples, results = [], []
-            for variant, c in zip(variants, passed.tolist(), strict=True):
-                task = variant.problem.task_id
-                for index in range(SAMPLES):
-                    samples.append(Sample(
-                        run=run, chunk=chunk, variant=variant, task_id=task,
-                        source_task_id=task, index=index, position=len(samples),
-                        line=len(samples) + 1, raw="    pass\n", completion="    pass\n",
-                        status="passed" if index < c else "failed"))
-                results.append(ProblemResult(
-                    run=run, problem=variant.problem, task_id=task, n=SAMPLES, c=c,
-                    counts={"passed": c, "failed": SAMPLES - c},
-                    pass_at_k={"1": c / SAMPLES}))
-            Sample.objects.bulk_create(samples, batch_size=2000)
-            ProblemResult.objects.bulk_create(results)
+            store_verdicts(run, chunk, variants, passed, SAMPLES)
             rates = passed / SAMPLES
             means = rng.choice(rates, size=(1000, len(rates))).mean(axis=1)
             RunMetric.objects.create(run=run, k=1, value=float(rates.mean()),
