@@ -339,3 +339,42 @@ def test_lone_surrogate_made_by_the_program_is_stored_escaped(
     page = client_for(personas.owner).get(f"/runs/{run.pk}/samples/{sample.pk}/")
     assert page.status_code == 200
     assert "bad \\ud800" in page.content.decode()
+
+
+def test_stored_samples_are_what_the_model_would_store(
+    personas, humaneval, token_client, tmp_path, django_capture_on_commit_callbacks,
+):
+    # run_create inserts samples with one executemany instead of a model object each: every
+    # column must read back as a bulk_create of the same values would have stored it
+    # (defaults, JSON, NULLs), odd text included.
+    records = [
+        {"task_id": "HumanEval/0", "completion": "```python\n    return True\n```"},  # notes
+        {"task_id": "HumanEval/1", "completion": "    return ['\u202e', '\u0661', '\ud7ff']\n"},
+        {"task_id": "HumanEval/0", "completion": "    return 'x' * 3\n"},
+    ]
+    path = write_jsonl(tmp_path / "odd.jsonl", records)
+    client = token_client(personas.owner)
+    with path.open("rb") as handle, django_capture_on_commit_callbacks(execute=False):
+        response = client.post("/api/runs", {"file": handle, "dataset": "humaneval/python/en",
+                                              "sanitize": "true"})
+    assert response.status_code == 201, response.content
+    run = Run.objects.get(pk=response.json()["id"])
+    stored = list(Sample.objects.filter(run=run).order_by("position").values())
+    assert [row["position"] for row in stored] == [0, 1, 2]
+    # The same values through the model, into a copy of the run.
+    twin = Run.objects.get(pk=run.pk)
+    twin.pk = None
+    twin.fingerprint = "twin"
+    twin.save()
+    given = ("chunk_id", "variant_id", "task_id", "source_task_id", "index", "position",
+             "line", "raw", "completion", "sanitized", "notes", "is_full_program")
+    Sample.objects.bulk_create(Sample(run=twin, **{name: row[name] for name in given})
+                               for row in stored)
+    expected = list(Sample.objects.filter(run=twin).order_by("position").values())
+    for mine, model in zip(stored, expected, strict=True):
+        assert {k: v for k, v in mine.items() if k not in ("id", "run_id")} == {
+            k: v for k, v in model.items() if k not in ("id", "run_id")}
+    assert stored[0]["notes"]
+    assert stored[0]["sanitized"]
+    assert Sample.objects.filter(run=run, result__isnull=True, finished_at__isnull=True,
+                                 seq__isnull=True, status="pending").count() == 3
