@@ -300,7 +300,7 @@ def test_failed_run_creation_leaves_nothing(personas, humaneval, samples_file, t
     def explode(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("webapp.runs.services.Sample.objects.bulk_create", explode)
+    monkeypatch.setattr("webapp.runs.services._insert_samples", explode)
     with pytest.raises(RuntimeError):
         api_upload(token_client(personas.owner), samples_file, "humaneval/python/en")
     assert_nothing_stored()
