@@ -188,9 +188,14 @@ def test_leaderboard_sorts(page: Any, site: LiveSite):
 
 def test_problem_list_filters_by_translation(page: Any, site: LiveSite):
     page.goto("/problems/")
+    assert "HumanEval/3" in _texts(page, "#problem-list tbody td:first-child a")
     page.select_option("select[name=nl]", "ar")
     page.click("form[role=search] button[type=submit]")
     page.wait_for_url(re.compile(r"nl=ar"))
     tasks = _texts(page, "#problem-list tbody td:first-child a")
-    assert tasks == ["HumanEval/0", "HumanEval/1", "HumanEval/2"]
+    # The site's Arabic fixtures hold HumanEval/0-2; other modules of this session may add
+    # Arabic variants of their own (the defect-score test adds /79), never of /3.
+    assert {"HumanEval/0", "HumanEval/1", "HumanEval/2"} <= set(tasks)
+    assert "HumanEval/3" not in tasks
+    assert tasks == sorted(tasks, key=lambda task: int(task.rpartition("/")[2]))
     screenshot(page, "problem_list")
