@@ -10,6 +10,24 @@ The exit status is never trusted: `console.assert` prints and exits 0. CodeGeeX'
 for that (any output at all fails the sample) fails correct solutions that log; here a
 sample fails when one of its checks fails, whatever it prints.
 
+Speed: rather than start node for each program, a pool (`runtime/js/pool.js`: one
+long-lived node process in a sandbox of its own, kept by the runner as a "service") runs
+each program in a fresh worker thread: a V8 isolate and realm of its own, started for
+that program and ended after it, with acorn loaded once and each test's rewrite done
+once. Limits keep their meaning (the worker thread's own CPU time, V8's heap cap, the
+output cap, the wall clock as a backstop); after anything abnormal the pool is replaced.
+
+A worker shares its process with the pool, so a conservative gate (`runtime/js/gate.js`)
+sends a program to a process of its own, as before the pool, when it does not parse, or
+names `process`, `global`, `globalThis`, `eval`, `Function`, `Atomics`,
+`SharedArrayBuffer`, `WebAssembly`, `Worker`, `BroadcastChannel`, `MessageChannel`,
+`MessagePort`, the recorder, or what allocates outside V8's heap (`ArrayBuffer`, `Buffer`,
+`DataView`, `Blob`, the typed arrays) as a variable, uses `require` other than as
+`require('<name>')` for assert, util, js-md5 or lodash, `module` other than as
+`module.exports`, or `import()`. Should the pool fail as a sandbox, the program also runs
+in a process of its own; so it does when its wall-clock limit is longer than a pool
+request may wait (`POOL_REQUEST_WALL`, less a margin). Verdicts are the same either way.
+
 Modules: `js-md5` (HumanEval-X JS/162), `lodash` (HumanEval-XL's tests) and `acorn`
 (the harness) come from npm, pinned by `runtime/js/package-lock.json`, and are installed
 with `npm ci --prefix evaluator/languages/runtime/js` (or into `$EVALUATOR_NODE_MODULES`).
@@ -17,26 +35,42 @@ with `npm ci --prefix evaluator/languages/runtime/js` (or into `$EVALUATOR_NODE_
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 from evaluator.languages.base import (
+    AskCompiler,
+    CompileService,
     Language,
     LanguageError,
     PreparedJob,
-    RunOptions,
+    RemoteBuild,
     program_hash,
 )
 from evaluator.languages.reporting import LAUNCHER, LAUNCHER_FILE
 from evaluator.languages.toolchains import ToolchainError, executable, run_tool, version_key
-from evaluator.records import Problem, Sample
-from evaluator.sandbox.base import Mount
+from evaluator.records import Problem, RunOptions, Sample
+from evaluator.sandbox.base import Mount, SandboxError, SandboxLimits
 
 RUNTIME = Path(__file__).resolve().parent / "runtime" / "js"
 REQUIRED_MODULES = ("acorn", "js-md5", "lodash")
 INSTALL_HINT = "npm ci --prefix evaluator/languages/runtime/js"
+POOL_SERVICE = "js-pool"
+POOL_THREADS = 48
+"""Threads the pool needs beyond the limits' process count: node's own (V8's platform
+workers, libuv's), and each worker thread with its own platform threads."""
+POOL_REQUEST_WALL = 600.0
+"""How long one request to the pool may wait: a program whose wall-clock limit does not
+fit in it (with the margin) runs in a process of its own."""
+POOL_WALL_MARGIN = 10.0
+"""Seconds a pool request may take beyond the program's wall-clock limit (a worker's
+start, the answer's way back)."""
+POOL_RAN, POOL_DECLINED, POOL_RAN_ABNORMALLY = 0, 1, 2
 
 
 def node_modules() -> Path:
@@ -63,7 +97,7 @@ def _node() -> tuple[str, str]:
 def _harness_key() -> str:
     """Names the harness and the pinned modules: part of every program's cache key."""
     lock = RUNTIME / "package-lock.json"
-    return version_key((RUNTIME / "harness.js").read_bytes(),
+    return version_key(*(path.read_bytes() for path in sorted(RUNTIME.glob("*.js"))),
                        lock.read_bytes() if lock.exists() else b"")
 
 
@@ -73,6 +107,14 @@ class JavaScript(Language):
     aliases = ("javascript", "node", "nodejs")
     fence_tags = ("jsx",)
     order = 40
+    _pool_wait: float = 0.0
+    """How long a request to the pool may wait (the service's wall-clock limit)."""
+    pygments_lexer = "javascript"
+    function_pattern = (r"^\s*(?:const\s+(\w+)\s*=\s*(?:\(|function)"
+                        r"|function\s+(\w+)\s*\()")
+    syntax_check = "node"
+    # Closes the function: the datasets' tests in JavaScript start after it.
+    selfcheck_body = "  throw new Error('selfcheck stub');\n}\n"
 
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> tuple[str, int]:
         """The program and the offset where its test code starts."""
@@ -103,8 +145,49 @@ class JavaScript(Language):
         }
         digest = program_hash("js", version, _harness_key(), str(offset), program)
         first_line = program[:offset].count("\n") + 1
+        pool = {"program": program, "offset": offset, "limits": options.limits.to_dict()}
         return PreparedJob(job=job, program=program, program_hash=digest,
-                           context={"mode": "tests", "test_first_line": first_line})
+                           context={"mode": "tests", "test_first_line": first_line,
+                                    "pool": pool})
+
+    def compile_service(self, limits: SandboxLimits) -> CompileService | None:
+        """The pool that runs programs in worker threads (see the module's docstring)."""
+        try:
+            node, _ = _node()
+        except ToolchainError:
+            return None
+        service = CompileService(name=POOL_SERVICE,
+                                 argv=(node, str(RUNTIME / "pool.js"), str(node_modules())),
+                                 extra_processes=POOL_THREADS,
+                                 request_wall_seconds=POOL_REQUEST_WALL)
+        self._pool_wait = float(service.to_dict(limits)["limits"]["wall_seconds"])
+        return service
+
+    def build_remotely(self, prepared: PreparedJob, ask: AskCompiler) -> RemoteBuild | None:
+        """Run the program in the pool; None when it needs a process of its own."""
+        request = prepared.context.get("pool")
+        if not request:
+            return None
+        wall = float(request["limits"].get("wall_seconds") or 0)
+        if wall + POOL_WALL_MARGIN > self._pool_wait:
+            return None
+        answer = ask([json.dumps(request)])
+        step = answer["steps"][0]
+        if step.get("timed_out"):
+            raise SandboxError("the JavaScript pool did not answer in time")
+        status = step.get("exit_code")
+        if status == POOL_DECLINED:
+            return None
+        outputs = answer.get("outputs") or []
+        if status not in (POOL_RAN, POOL_RAN_ABNORMALLY) or not outputs:
+            raise SandboxError(f"the JavaScript pool failed: {step.get('stderr') or status}")
+        try:
+            result = json.loads(base64.b64decode(outputs[0]))
+        except (ValueError, binascii.Error) as exc:
+            raise SandboxError(f"the JavaScript pool's answer is unreadable: {exc}") from exc
+        if not isinstance(result, dict) or not isinstance(result.get("steps"), list):
+            raise SandboxError("the JavaScript pool's answer has no run step")
+        return RemoteBuild(steps=[], job=None, answer=result)
 
     def _toolchain(self) -> tuple[str, str]:
         try:

@@ -3,6 +3,8 @@
 //
 //   node harness.js program.js <offset of the test code in program.js>
 //
+// (or, in the pool, `pool.js`, through `execute` in a worker thread of its own.)
+//
 // The test code is parsed with acorn and each assertion in it is rewritten into a call
 // of a recorder that evaluates the assertion's operands inside try/catch, records
 // passed / failed / error with the expected and actual values, and never throws:
@@ -32,33 +34,37 @@ const VALUE_CAP = 300;
 const RECORDER = '__evaluator__';
 
 const NONCE_FD = 4;
-const reportFd = Number(process.env.EVALUATOR_REPORT_FD);
-let nonce = process.env.EVALUATOR_NONCE || '';
-delete process.env.EVALUATOR_REPORT_FD;
-delete process.env.EVALUATOR_NONCE;
-// The launcher script hands the nonce over on fd 4, so that it is not in the environment
-// the program could read (/proc/self/environ).
+
+// Under the runner (`node harness.js ...`), records go to the private report pipe, each
+// line prefixed with the run's nonce. The launcher script hands the nonce over on fd 4,
+// so that it is not in the environment the program could read (/proc/self/environ).
 // Only under the runner: it closes every descriptor above 3, so fd 4 can only be the
 // launcher's; elsewhere fd 4 may be anything, even a pipe that never ends.
-if (reportFd > 2) {
-  try {
-    const handed = fs.readFileSync(NONCE_FD, 'utf8').trim();
-    if (handed) nonce = handed;
-    fs.closeSync(NONCE_FD);
-  } catch (err) {
-    // Not started through the launcher.
+function openReport() {
+  const reportFd = Number(process.env.EVALUATOR_REPORT_FD);
+  let nonce = process.env.EVALUATOR_NONCE || '';
+  delete process.env.EVALUATOR_REPORT_FD;
+  delete process.env.EVALUATOR_NONCE;
+  if (reportFd > 2) {
+    try {
+      const handed = fs.readFileSync(NONCE_FD, 'utf8').trim();
+      if (handed) nonce = handed;
+      fs.closeSync(NONCE_FD);
+    } catch (err) {
+      // Not started through the launcher.
+    }
   }
-}
-const writeSync = fs.writeSync;
-
-function emit(record) {
-  if (!(reportFd > 2)) return;
-  const line = nonce + ' ' + JSON.stringify(record) + '\n';
-  try {
-    writeSync(reportFd, line);
-  } catch (err) {
-    // The pipe is gone: the runner has stopped listening, nothing left to tell.
-  }
+  const writeSync = fs.writeSync;
+  const stringify = JSON.stringify;
+  return (record) => {
+    if (!(reportFd > 2)) return;
+    const line = nonce + ' ' + stringify(record) + '\n';
+    try {
+      writeSync(reportFd, line);
+    } catch (err) {
+      // The pipe is gone: the runner has stopped listening, nothing left to tell.
+    }
+  };
 }
 
 function cap(text) {
@@ -227,7 +233,7 @@ function groupTopLevel(ast, nodes, sites, edits) {
 
 // -- recording ---------------------------------------------------------------------
 
-function makeRecorder(sites) {
+function makeRecorder(sites, emit) {
   let count = 0;
   const ops = {
     '===': (a, b) => a === b,
@@ -362,25 +368,26 @@ function syntaxErrorLine(err, filename) {
   return match ? Number(match[1]) : null;
 }
 
-function main() {
-  const filename = path.resolve(process.argv[2]);
-  const offset = Number(process.argv[3]);
-  const program = fs.readFileSync(filename, 'utf8');
+// Runs `program`, whose test code starts at `offset`, reporting through `emit`. `prepared`
+// is the test's rewrite when the caller already has it (the pool keeps one per test);
+// `requireFor` makes the program's `require` and `module` (the pool hands out narrower
+// ones than a process of its own has).
+function execute({ program, offset, filename, emit, prepared, requireFor }) {
   const head = program.slice(0, offset);
   const test = program.slice(offset);
   const suspicious = [];
   let source = program;
   let sites = [];
   try {
-    const acorn = require('acorn');
-    const rewritten = rewrite(test, acorn);
+    const rewritten = prepared || rewrite(test, require('acorn'));
+    if (rewritten.error) throw new Error(rewritten.error);
     source = head + rewritten.source;
     sites = rewritten.sites;
   } catch (err) {
     suspicious.push(`tests could not be split (${errorMessage(err)}); console.assert failures are counted ` +
       'and an exception fails the whole program');
   }
-  const recorder = makeRecorder(sites);
+  const recorder = Object.freeze(makeRecorder(sites, emit));
   const testFirstLine = (head.match(/\n/g) || []).length + 1;
   // An assertion the rewrite did not reach (called through an alias, say) still counts.
   console.assert = (value, ...rest) => {
@@ -402,10 +409,7 @@ function main() {
       line: syntaxErrorLine(err, filename) });
     return;
   }
-  const mod = new Module(filename, null);
-  mod.filename = filename;
-  mod.paths = Module._nodeModulePaths(path.dirname(filename));
-  const localRequire = Module.createRequire(filename);
+  const [localRequire, mod] = requireFor(filename);
   try {
     compiled.call(mod.exports, mod.exports, localRequire, mod, filename, path.dirname(filename), recorder);
   } catch (err) {
@@ -417,4 +421,23 @@ function main() {
   emit({ kind: 'done', tests: recorder.count(), suspicious });
 }
 
-main();
+function processRequire(filename) {
+  const mod = new Module(filename, null);
+  mod.filename = filename;
+  mod.paths = Module._nodeModulePaths(path.dirname(filename));
+  return [Module.createRequire(filename), mod];
+}
+
+function main() {
+  const emit = openReport();
+  const filename = path.resolve(process.argv[2]);
+  const offset = Number(process.argv[3]);
+  const program = fs.readFileSync(filename, 'utf8');
+  execute({ program, offset, filename, emit, prepared: null, requireFor: processRequire });
+}
+
+if (require.main === module) {
+  main();
+} else {
+  module.exports = { execute, rewrite, errorMessage, RECORDER };
+}
