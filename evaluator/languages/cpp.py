@@ -21,8 +21,19 @@ program links the members it uses instead of compiling them again. The code is t
 same, compiled by the same compiler with the same flags, only in another translation
 unit. (One theoretical difference: a program that explicitly specialises, say,
 `std::vector<int>` itself, which the standard forbids, is now refused where g++ alone
-accepts it.) Linking uses mold, else gold, when installed: the same program, in a
-fraction of ld's time.
+accepts it.) The same goes for the string conversions every program's <string>
+declares (`std::stoi` and the others, `std::to_string` of a floating value): their
+function templates are declared `extern` too, and compiled once into the archive, so
+that a program no longer instantiates all eighteen of them, used or not, at its end.
+Linking uses mold, else gold, when installed: the same program, in a fraction of ld's
+time.
+
+Without the driver. `g++` itself only starts three tools: the compiler proper (cc1plus),
+the assembler, and, through collect2, the linker. Their exact command lines are read
+once from `g++ -###`, and a job runs them itself from a small script (`TOOLS_FILE`),
+which saves starting the driver twice and collect2 once. When a prelude is built, one
+program is built both ways and the two executables compared byte for byte; if they
+differ, or the driver's commands are not the three expected, jobs use `g++` as before.
 
 Per-test outcomes. Each `assert(...)` in the test text becomes a block that evaluates
 the condition, reports it (with expected and actual when it is `a == b`, and otherwise
@@ -39,21 +50,23 @@ import functools
 import json
 import os
 import re
+import shlex
 import shutil
+import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluator.languages import c_family
+from evaluator.languages import c_family, lexing
 from evaluator.languages.base import (
     Language,
     LanguageError,
     PreparedJob,
-    RunOptions,
     program_hash,
 )
-from evaluator.languages.c_family import ScanError, Token
+from evaluator.languages.lexing import ScanError, Token
 from evaluator.languages.reporting import (
     BUILD_FILE,
     FALLBACK_MARKER,
@@ -73,12 +86,20 @@ from evaluator.languages.toolchains import (
     run_tool,
     version_key,
 )
-from evaluator.records import Problem, Sample, SampleResult, SandboxInfo
+from evaluator.records import Problem, RunOptions, Sample, SampleResult, SandboxInfo
 from evaluator.sandbox.base import Mount
 
 HARNESS = Path(__file__).resolve().parent / "runtime" / "cpp_harness.h"
 PCH_ENV = "EVALUATOR_CPP_PCH"
 """Set to 0 to include the prelude as text (to measure what precompiling saves)."""
+DIRECT_ENV = "EVALUATOR_CPP_DIRECT"
+"""Set to 0 to build through the `g++` driver (to measure what running the tools saves)."""
+TOOLS_FILE = ".evaluator-cxx.sh"
+"""The job's script running cc1plus, the assembler and the linker on `main.cpp`; its one
+argument is where to write the program."""
+DIRECT_MARKER = "direct-build-checked"
+OPTIONAL_LIBRARIES = ("-lssl", "-lcrypto")
+"""On every link line (the md5 task needs them), used by almost no program."""
 
 CODEGEEX_HEADERS = ("stdlib.h", "algorithm", "math.h", "stdio.h", "vector", "string",
                     "climits", "cstring", "iostream")
@@ -103,10 +124,39 @@ COMMON_TYPES = ("int", "long", "long long", "float", "double", "char", "std::str
 long, int, string and float cover nearly all)."""
 
 
+_STRING_CONVERSIONS = (
+    # (result, what the C function returns, its extra `int base` argument or none)
+    ("int", "long", ", int"), ("long", "long", ", int"),
+    ("unsigned long", "unsigned long", ", int"), ("long long", "long long", ", int"),
+    ("unsigned long long", "unsigned long long", ", int"), ("float", "float", ""),
+    ("double", "double", ""), ("long double", "long double", ""))
+"""The instantiations of libstdc++'s `__gnu_cxx::__stoa` that <string>'s inline `stoi`,
+`stol`, ..., `stold` name, for `char` and for `wchar_t`. GCC instantiates every template
+a header's inline function names at the end of each translation unit, used or not, and a
+precompiled header does not keep those instantiations: these 16 and the two
+`__to_xstring` below cost about 7 ms of every compile."""
+
+
+def _string_conversions(word: str) -> str:
+    lines = []
+    for char in ("char", "wchar_t"):
+        for result, returned, base in _STRING_CONVERSIONS:
+            arguments = f"{returned}, {result}, {char}{base}"
+            lines.append(f"{word} {result} __gnu_cxx::__stoa<{arguments}>({returned} (*)("
+                         f"const {char}*, {char}**{base}), const char*, const {char}*, "
+                         f"std::size_t*{base});\n")
+        string = "std::string" if char == "char" else "std::wstring"
+        lines.append(f"{word} {string} __gnu_cxx::__to_xstring<{string}, {char}>(int (*)("
+                     f"{char}*, std::size_t, const {char}*, __builtin_va_list), "
+                     f"std::size_t, const {char}*, ...);\n")
+    return "".join(lines)
+
+
 def _instance_groups(*, extern: bool) -> list[str]:
     """The shared instantiations, in groups that a program needs together: one group per
-    vector type (the class and its printer), and one of the scalar printers. Each group
-    is one member of the instances archive, so a program links only the groups it uses."""
+    vector type (the class and its printer), one of the scalar printers, and one of the
+    string conversions. Each group is one member of the instances archive, so a program
+    links only the groups it uses."""
     word = "extern template" if extern else "template"
 
     def show(t: str) -> str:
@@ -117,6 +167,7 @@ def _instance_groups(*, extern: bool) -> list[str]:
     groups = [f"{word} class {v};\n{show(v)}" for v in vectors]
     groups.append("".join(show(t) for t in ("bool", "unsigned", "const char*",
                                             *COMMON_TYPES)))
+    groups.append(_string_conversions(word))
     return groups
 
 
@@ -158,8 +209,8 @@ def compiler() -> Compiler:
                              "libssl-dev)")
     version = run_tool([path, "-dumpfullversion"], timeout=60).strip()
     machine = run_tool([path, "-dumpmachine"], timeout=60).strip()
-    return Compiler(path, f"{version} {machine}", (*_linker(), "-Wl,--as-needed", "-lssl",
-                                                   "-lcrypto"))
+    return Compiler(path, f"{version} {machine}", (*_linker(), "-Wl,--as-needed",
+                                                   *OPTIONAL_LIBRARIES))
 
 
 def _linker() -> tuple[str, ...]:
@@ -177,6 +228,134 @@ def _linker() -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class Tools:
+    """The commands `g++` runs to turn `main.cpp` into a program, as `g++ -###` prints
+    them, with its temporary files renamed `main.s` and `main.o` in the job directory."""
+
+    compile: tuple[str, ...]
+    assemble: tuple[str, ...]
+    link: tuple[str, ...]
+    """The linker collect2 would start (`-fuse-ld`'s, else ld), without the LTO plugin
+    (our objects are never LTO objects); `OUTPUT` stands for the program's path."""
+
+    OUTPUT = "\0output"
+
+    def script(self) -> str:
+        """`TOOLS_FILE`: its argument is where to write the program.
+
+        The link is tried first without OpenSSL's two libraries (`OPTIONAL_LIBRARIES`),
+        whose symbol tables are most of what the linker reads (3 ms), and only when that
+        fails, with them, as g++ links. No symbol they define is defined by anything
+        else on the line (`test_cpp_build` checks this machine's libraries), and
+        `--as-needed` leaves them out of a program that uses none of their symbols: so a
+        program that links without them is the same program, and one that does not gets
+        the link, and the errors, it always had.
+        """
+        def line(argv: tuple[str, ...]) -> str:
+            return " ".join('"$1"' if arg == self.OUTPUT else shlex.quote(arg)
+                            for arg in argv)
+        lean = tuple(arg for arg in self.link if arg not in OPTIONAL_LIBRARIES)
+        dropped = next((i for i, arg in enumerate(self.link) if arg in OPTIONAL_LIBRARIES),
+                       len(self.link))
+        first = (f"{line(lean)} 2>/dev/null ||\n"
+                 if lean != self.link and "--as-needed" in self.link[:dropped] else "")
+        return (f"{line(self.compile)} &&\n{line(self.assemble)} &&\n"
+                f"{{ {first}exec {line(self.link)}; }}\n")
+
+
+def _driver_tools(argv: list[str], cwd: Path) -> Tools | None:
+    """The tools behind `argv` (a g++ command compiling `main.cpp` into `prog`), or None
+    when the driver runs anything but cc1plus, as and collect2 once each, in order."""
+    try:
+        printed = subprocess.run([argv[0], "-###", *argv[1:]], cwd=cwd, capture_output=True,
+                                 text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    commands = [shlex.split(line) for line in printed.stderr.splitlines()
+                if line.startswith(" ")]
+    if printed.returncode != 0 or len(commands) != 3:
+        return None
+    compile_, assemble, link = commands
+    if Path(compile_[0]).name != "cc1plus" or assemble[0] != "as" \
+            or Path(link[0]).name != "collect2":
+        return None
+    try:
+        assembly = compile_[compile_.index("-o") + 1]
+        obj = assemble[assemble.index("-o") + 1]
+    except (ValueError, IndexError):
+        return None
+    if assemble[-1] != assembly or obj not in link or "prog" not in link:
+        return None
+    renamed = {assembly: "main.s", obj: "main.o"}
+    assembler = shutil.which(assemble[0])
+    linker_name = next((f"ld.{arg.split('=', 1)[1]}" for arg in link
+                        if arg.startswith("-fuse-ld=")), "ld")
+    linker = shutil.which(linker_name)
+    if assembler is None or linker is None:
+        return None
+    link_args: list[str] = []
+    skip = False
+    for arg in link[1:]:
+        if skip:
+            skip = False
+        elif arg == "-plugin":
+            skip = True
+        elif not arg.startswith(("-plugin-opt=", "-fuse-ld=")):
+            link_args.append(arg)
+    output = link_args.index("-o") + 1 if "-o" in link_args else -1
+    if output < 0 or link_args[output] != "prog":
+        return None
+    link_args[output] = Tools.OUTPUT
+    tools = Tools(tuple(renamed.get(a, a) for a in compile_),
+                  (assembler, *(renamed.get(a, a) for a in assemble[1:])),
+                  (linker, *(renamed.get(a, a) for a in link_args)))
+    if any(a.startswith(tempfile.gettempdir()) for a in tools.compile + tools.assemble
+           + tools.link):
+        return None  # a temporary file we do not know how to rename
+    return tools
+
+
+def _check_direct_build(cxx: Compiler, argv: list[str], work: Path) -> bool:
+    """Build one program with `argv` (the driver) and with the tools it names; True when
+    the two executables are the same bytes."""
+    check = work / "direct-check"
+    (check / "by-tools").mkdir(parents=True)
+    source = ("int main() { std::string s = evaluator_harness::show(1); "
+              "return static_cast<int>(s.size()) - 1; }\n")
+    (check / "main.cpp").write_text(source)
+    (check / "by-tools" / "main.cpp").write_text(source)
+    tools = _driver_tools(argv, check)
+    if tools is None:
+        return False
+    try:
+        run_tool(argv, cwd=check, timeout=600)
+        run_tool(["/bin/sh", "-c", tools.script(), TOOLS_FILE, "prog"], cwd=check / "by-tools",
+                 timeout=600)
+        same = (check / "prog").read_bytes() == (check / "by-tools" / "prog").read_bytes()
+    except (ToolchainError, OSError):
+        same = False
+    shutil.rmtree(check, ignore_errors=True)
+    return same
+
+
+@functools.lru_cache(maxsize=64)
+def direct_tools(standard: str, headers: tuple[str, ...]) -> Tools | None:
+    """The tools a job runs for this prelude, or None to run `g++` (see the docstring)."""
+    built = prelude(standard, headers)
+    if not built.direct or os.environ.get(DIRECT_ENV, "1") == "0":
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        return _driver_tools(_driver_argv(compiler(), standard, built), Path(scratch))
+
+
+def _driver_argv(cxx: Compiler, standard: str, built: Prelude) -> list[str]:
+    """The g++ command building `main.cpp` into `prog` with this prelude."""
+    return [cxx.path, f"-std={standard}", "-include", str(built.header),
+            "-fdiagnostics-color=never", "-Winvalid-pch", "-o", "prog", "main.cpp",
+            *built.objects, *cxx.link_flags]
+
+
+@dataclass(frozen=True)
 class Prelude:
     header: Path
     """`prelude.h`: the headers, then the harness; `prelude.h.gch` beside it when g++
@@ -186,6 +365,8 @@ class Prelude:
     instances: Path | None = None
     """The archive of the common template instantiations the prelude declares `extern`
     (see `COMMON_TYPES`), compiled once; None when the prelude does not declare them."""
+    direct: bool = False
+    """A program built by the tools `g++ -###` names was the driver's, byte for byte."""
 
     @property
     def objects(self) -> list[str]:
@@ -203,7 +384,7 @@ def prelude(standard: str, headers: tuple[str, ...]) -> Prelude:
     harness = HARNESS.read_text()
     precompile = os.environ.get(PCH_ENV, "1") != "0"
     key = version_key(cxx.version, standard, *headers, harness, str(precompile),
-                      *cxx.link_flags, _instances_text(extern=False))
+                      *cxx.link_flags, _instances_text(extern=False), DIRECT_MARKER)
 
     def build(work: Path) -> None:
         text = "".join(f"#include <{h}>\n" for h in headers) + harness
@@ -223,11 +404,17 @@ def prelude(standard: str, headers: tuple[str, ...]) -> Prelude:
                       "-o", "prelude.h.gch"], cwd=work, timeout=600)
         except ToolchainError:
             (work / "prelude.h.gch").unlink(missing_ok=True)
+        instances = work / "instances.a"
+        here = Prelude(work / "prelude.h", work / "harness.o",
+                       instances if instances.exists() else None)
+        if _check_direct_build(cxx, _driver_argv(cxx, standard, here), work):
+            (work / DIRECT_MARKER).touch()
 
     built = prebuilt("cpp-prelude", key, build)
     instances = built / "instances.a"
     return Prelude(header=built / "prelude.h", harness_object=built / "harness.o",
-                   instances=instances if instances.exists() else None)
+                   instances=instances if instances.exists() else None,
+                   direct=(built / DIRECT_MARKER).exists())
 
 
 def _build_instances(cxx: Compiler, standard: str, harness: str, work: Path) -> bool:
@@ -260,7 +447,7 @@ def _build_instances(cxx: Compiler, standard: str, harness: str, work: Path) -> 
 def leading_includes(text: str) -> list[str]:
     """The headers `text` includes before its first declaration (comments skipped)."""
     try:
-        tokens = c_family.tokenize(text, language="cpp")
+        tokens = lexing.tokenize(text, "cpp")
     except ScanError:
         return []
     found: list[str] = []
@@ -284,7 +471,7 @@ level, `a == b` is not the whole condition, so it is not split."""
 def rewrite_test(test: str, callees: tuple[str, ...]) -> Rewrite:
     """Instrument every `assert` of the test text (see the module docstring)."""
     try:
-        tokens = c_family.tokenize(test, language="cpp")
+        tokens = lexing.tokenize(test, "cpp")
     except ScanError as exc:
         return Rewrite(test, whole_reason=f"the test text could not be scanned ({exc})")
     for token in tokens:
@@ -356,12 +543,16 @@ def _check(text: str, inner: list[Token], site: int, callees: tuple[str, ...], *
             left, right = right, left  # `expected == f(x)`: the call's side is the actual
         actual = c_family.span(text, left)
         expected = c_family.span(text, right)
+        # The comparison, then the actual value shown, then the expected one: the order
+        # in which a template taking both sides once evaluated them.
         body = (f"auto&& evaluator_actual_ = ({actual}); "
                 f"auto&& evaluator_expected_ = ({expected}); "
-                "evaluator_site_.compare(static_cast<bool>("
+                "bool evaluator_equal_ = static_cast<bool>("
                 + ("evaluator_actual_ == evaluator_expected_" if left is split[0]
                    else "evaluator_expected_ == evaluator_actual_")
-                + "), evaluator_actual_, evaluator_expected_);")
+                + "); std::string evaluator_shown_ = evaluator_harness::show("
+                "evaluator_actual_); evaluator_site_.compare(evaluator_equal_, "
+                "evaluator_shown_, evaluator_harness::show(evaluator_expected_));")
         return _statement(site, body), "eq"
     condition = _tapped(text, inner, callees)
     if statement:
@@ -435,6 +626,11 @@ class Cpp(Language):
     aliases = ("c++", "cc", "cxx")
     fence_tags = ("c",)
     order = 20
+    pygments_lexer = "cpp"
+    # A return type before the name, which also keeps `if (` out.
+    function_pattern = r"^[A-Za-z_][\w:<>,*& ]*[\s*&>](\w+)\s*\([^;]*$"
+    syntax_check = "g++"
+    selfcheck_body = "    throw 0;\n"
 
     def convention(self, problem: Problem) -> Convention:
         return CONVENTIONS.get(problem.dataset, DEFAULT_CONVENTION)
@@ -462,25 +658,33 @@ class Cpp(Language):
         try:
             cxx = compiler()
             built_prelude = prelude(built.standard, built.headers)
+            tools = direct_tools(built.standard, built.headers)
         except ToolchainError as exc:
             raise LanguageError(str(exc)) from exc
-        argv = [cxx.path, f"-std={built.standard}", "-include", str(built_prelude.header),
-                "-fdiagnostics-color=never", "-Winvalid-pch"]
-        link = [*built_prelude.objects, *cxx.link_flags]
         files = {LAUNCHER_FILE: LAUNCHER}
+        if tools is not None:
+            files[TOOLS_FILE] = tools.script()
+
+        def build_into(program: str, tools_file: str) -> list[str]:
+            if tools is not None:
+                return ["/bin/sh", tools_file, program]
+            argv = _driver_argv(cxx, built.standard, built_prelude)
+            argv[argv.index("prog")] = program
+            return argv
+
         if built.rewrite.split:
             files.update({
                 "main.cpp": built.instrumented,
                 "whole/main.cpp": built.program,
                 BUILD_FILE: build_script(
                     source="main.cpp", first_test_line=built.test_first_line,
-                    split=[*argv, "-o", "prog", "main.cpp", *link],
-                    whole=[*argv, "-o", "../prog", "main.cpp", *link]),
+                    split=build_into("prog", TOOLS_FILE),
+                    whole=build_into("../prog", f"../{TOOLS_FILE}")),
             })
             compile_argv = ["/bin/sh", BUILD_FILE]
         else:
             files["main.cpp"] = built.program
-            compile_argv = [*argv, "-o", "prog", "main.cpp", *link]
+            compile_argv = build_into("prog", TOOLS_FILE)
         steps: list[dict[str, Any]] = [
             {"name": "compile", "argv": compile_argv,
              "limits": options.compile_limits.to_dict(), "address_space_limit": False},

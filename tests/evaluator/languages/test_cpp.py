@@ -301,8 +301,9 @@ def test_prelude_shares_the_common_instantiations(standard: str,
     assert built.instances.exists()
     assert "extern template class std::vector<int>;" in text
     assert "extern template std::string evaluator_harness::show<std::vector<long> >" in text
-    script = Cpp().prepare(make_problem(), sample("    return a + b;\n}\n"),
-                           RunOptions()).job["files"][".evaluator-build.sh"]
+    files = Cpp().prepare(make_problem(), sample("    return a + b;\n}\n"),
+                          RunOptions()).job["files"]
+    script = files.get(".evaluator-cxx.sh", files[".evaluator-build.sh"])
     assert "/instances.a" in script, "the program links the shared instantiations"
 
 
