@@ -42,9 +42,8 @@ from codegeex_toolchains import go_env, js_env, rust_env  # noqa: E402
 from bench.common import load_average  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
-from evaluator.languages.base import RunOptions  # noqa: E402
 from evaluator.profiles import PROFILES  # noqa: E402
-from evaluator.records import Problem, Sample, SampleResult  # noqa: E402
+from evaluator.records import Problem, RunOptions, Sample, SampleResult  # noqa: E402
 from evaluator.sandbox.base import SandboxLimits  # noqa: E402
 
 SHARED = Path(os.environ.get("WORKBENCH_SHARED",

@@ -20,9 +20,11 @@ writes passes through the Sentry).
 
 The last figure is the one to compare across runs: the CPU time of the whole sandbox
 per program, which the machine's load moves far less than wall time. For a before and
-after, `--runtime DIR` runs another runner.py and pyharness.py (say, from `git show`),
-and `EVALUATOR_RUNSC` another runsc binary. docs/sandbox.md, "Where gVisor's time
-goes", has the figures.
+after, `--runtime DIR` runs another runner.py (say, from `git archive`), with the harness
+`--harness FILE` (default: ours); a DIR that holds its own pyharness.py is the layout from
+before the harness moved to `evaluator/languages/runtime/python/`, whose runner imports it
+itself and takes `"kind": "python"` jobs. `EVALUATOR_RUNSC` runs another runsc binary.
+docs/sandbox.md, "Where gVisor's time goes", has the figures.
 """
 
 from __future__ import annotations
@@ -40,11 +42,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import load_average, shared_dir  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
+from evaluator.languages.python import HARNESS_JOB  # noqa: E402
 from evaluator.records import RunOptions, Sample  # noqa: E402
 from evaluator.samples import read_samples  # noqa: E402
 from evaluator.sandbox import gvisor  # noqa: E402
 from evaluator.sandbox import session as session_module  # noqa: E402
-from evaluator.sandbox.base import SandboxLimits, get_backend  # noqa: E402
+from evaluator.sandbox.base import Mount, SandboxLimits, get_backend  # noqa: E402
 from evaluator.sandbox.session import RunnerSession  # noqa: E402
 
 PHASES = ("scratch", "pipes", "fork", "run", "sweep", "drain", "empty")
@@ -70,11 +73,18 @@ def main() -> None:
                         help="the modules the runner imports before forking "
                              "(default: the Python language's own list)")
     parser.add_argument("--runtime", type=Path, default=None,
-                        help="a directory holding other runner.py and pyharness.py (say, "
-                             "an older version from git) to run instead: before/after")
+                        help="a directory holding another runner.py (say, an older "
+                             "version from git) to run instead: before/after")
+    parser.add_argument("--harness", type=Path, default=None,
+                        help="another Python harness file for the jobs to name")
     args = parser.parse_args()
+    harness = dict(HARNESS_JOB["harness"])
+    if args.harness is not None:
+        harness["path"] = str(args.harness.resolve())
+    old_layout = False
     if args.runtime is not None:
         session_module.RUNTIME_DIR = args.runtime.resolve()
+        old_layout = (args.runtime / "pyharness.py").exists()
 
     backend = get_backend(args.sandbox)
     language = get_language("python")
@@ -93,19 +103,28 @@ def main() -> None:
                           completion=p.canonical_solution) for p in problems]
     jobs = [language.prepare(by_id[s.task_id], s, options).job
             for s in samples[: args.programs]]
+    if old_layout:
+        jobs = [{**{k: v for k, v in job.items() if k != "harness"}, "kind": "python"}
+                for job in jobs]
+    else:
+        jobs = [{**job, "harness": harness} for job in jobs]
+    mounts = (list(language.mounts()) if args.harness is None
+              else [Mount(Path(harness["path"]).parent)])
 
     preload = ",".join(language.preload) if args.preload is None else args.preload
     # CPU time is what limits throughput on a busy machine, and it varies far less with
     # the load than wall time does: every process of the sandbox (runsc, the Sentry, the
     # Gofer, the program) is our descendant, and its CPU time is ours once it is reaped.
     cpu_before = _children_cpu()
-    idle = RunnerSession(backend, limits=limits, env={"EVALUATOR_PRELOAD": preload})
+    idle = RunnerSession(backend, limits=limits, mounts=mounts,
+                         env={**language.environment(), "EVALUATOR_PRELOAD": preload})
     idle.start()
     idle.close()
     start_cpu = _children_cpu() - cpu_before
     cpu_before = _children_cpu()
     started = time.monotonic()
-    session = RunnerSession(backend, limits=limits, env={"EVALUATOR_PRELOAD": preload})
+    session = RunnerSession(backend, limits=limits, mounts=mounts,
+                            env={**language.environment(), "EVALUATOR_PRELOAD": preload})
     session.start()
     start_ms = (time.monotonic() - started) * 1000
     rows: list[dict[str, float]] = []

@@ -46,6 +46,8 @@ from bench.common import load_average, shared_dir  # noqa: E402
 from bench.humaneval_agreement import evaluate  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import RETRIED_STATUSES, Engine, EngineConfig  # noqa: E402
+from evaluator.languages import get_language  # noqa: E402
+from evaluator.languages.python import HARNESS_JOB  # noqa: E402
 from evaluator.records import Problem, RunOptions, Sample, SampleResult  # noqa: E402
 from evaluator.samples import read_samples  # noqa: E402
 from evaluator.sandbox.base import SandboxLimits, get_backend  # noqa: E402
@@ -93,13 +95,16 @@ def clock_readings(backend: str) -> list[ClockReading]:
     """`FIXED_WORK` and a spinning program, `WORK_REPEATS` times each, in one runner."""
     limits = SandboxLimits(cpu_seconds=120.0, wall_seconds=300.0)
     spin = limits.replace(cpu_seconds=LIMIT_SECONDS)
-    session = RunnerSession(get_backend(backend), limits=limits)
+    python = get_language("python")
+    session = RunnerSession(get_backend(backend), limits=limits, mounts=python.mounts(),
+                            env={"EVALUATOR_PRELOAD": ",".join(python.preload),
+                                 **python.environment()})
     readings = []
     try:
         for _ in range(WORK_REPEATS):
-            work = session.run({"kind": "python", "mode": "plain", "source": FIXED_WORK,
+            work = session.run({**HARNESS_JOB, "mode": "plain", "source": FIXED_WORK,
                                 "limits": limits.to_dict()})["steps"][-1]
-            spun = session.run({"kind": "python", "mode": "plain", "source": "while True: pass",
+            spun = session.run({**HARNESS_JOB, "mode": "plain", "source": "while True: pass",
                                 "limits": spin.to_dict()})["steps"][-1]
             readings.append(ClockReading(float(work["cpu_ms"]), float(work["wall_ms"]),
                                          float(spun["cpu_ms"])))

@@ -61,7 +61,9 @@ def startup_and_latency(backend_name: str, problems: dict[str, Problem], count: 
     starts: list[float] = []
     latencies: list[float] = []
     for _ in range(3):
-        session = RunnerSession(backend, limits=LIMITS)
+        session = RunnerSession(backend, limits=LIMITS, mounts=language.mounts(),
+                                env={"EVALUATOR_PRELOAD": ",".join(language.preload),
+                                     **language.environment()})
         began = time.perf_counter()
         session.start()
         starts.append((time.perf_counter() - began) * 1000)

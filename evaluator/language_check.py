@@ -51,7 +51,12 @@ from threading import Lock
 from evaluator.languages import get_language, lexing
 from evaluator.languages.base import LanguageError
 from evaluator.languages.java import FAST_JVM
-from evaluator.languages.registry import display_name, language_names
+from evaluator.languages.registry import (
+    canonical_name,
+    display_name,
+    language_class,
+    language_names,
+)
 from evaluator.languages.toolchains import (
     ToolchainError,
     executable,
@@ -61,7 +66,7 @@ from evaluator.languages.toolchains import (
 )
 from evaluator.records import Problem, RunOptions, Sample
 
-__all__ = ["SAMPLE_SIZE", "LanguageCheck", "check_language"]
+__all__ = ["FRONT_ENDS", "SAMPLE_SIZE", "LanguageCheck", "check_language", "front_end"]
 
 SAMPLE_SIZE = 20
 MAX_SOURCE_CHARS = 64_000
@@ -147,7 +152,7 @@ def check_language(
     options = options or RunOptions()
     chosen = _spread([s for s in samples if s.task_id in by_id
                       and len(s.completion) <= MAX_SOURCE_CHARS], sample_size)
-    if not chosen or expected not in _PARSERS:
+    if not chosen or front_end(expected) is None:
         return LanguageCheck(expected=expected, checked=0)
     unavailable: dict[str, str] = {}
     # The dataset's language first: a file that fits needs no other parser at all.
@@ -160,7 +165,9 @@ def check_language(
         # Too few fit the harness's program. The generic contexts of the dataset's own
         # language may still save it; the other languages are parsed at the same time.
         misses = [i for i, ok in enumerate(own) if not ok]
-        others = [lang for lang in _checkable() if lang not in (expected, "cpp")]
+        slow = [lang for lang in _checkable()
+                if lang != expected and front_end(lang) in _SLOW_FRONT_ENDS]
+        others = [lang for lang in _checkable() if lang != expected and lang not in slow]
         with ThreadPoolExecutor(max_workers=len(others) + 1) as pool:
             again = pool.submit(_parse_many, expected,
                                 [_generic(expected, chosen[i].completion) for i in misses],
@@ -177,13 +184,14 @@ def check_language(
                 answers = future.result()
                 if answers is not None:
                     parses[lang] = sum(answers)
-        # g++ is by far the slowest parser: it is asked only when no other language
-        # already accounts for every sample.
-        if expected != "cpp" and max(parses.values()) < len(chosen):
-            answers = _parse_many("cpp", [_generic("cpp", s.completion) for s in chosen],
-                                  unavailable)
-            if answers is not None:
-                parses["cpp"] = sum(answers)
+        # A slow parser (g++) is asked only when no other language already accounts
+        # for every sample.
+        for lang in slow:
+            if max(parses.values()) < len(chosen):
+                answers = _parse_many(lang, [_generic(lang, s.completion) for s in chosen],
+                                      unavailable)
+                if answers is not None:
+                    parses[lang] = sum(answers)
     return LanguageCheck(expected=expected, checked=len(chosen), parses=parses,
                          unavailable=unavailable)
 
@@ -233,25 +241,27 @@ _FENCE = re.compile(r"^[ \t]*```[\w+#.-]*[ \t]*\n(.*?)(?:^[ \t]*```|\Z)", re.DOT
 
 
 def _generic(language: str, completion: str) -> list[str]:
-    """The completion as a whole program, and as the body of a function a prompt opened.
+    """The completion as a whole program, and as the body of a function a prompt opened,
+    in the grammar of the language's front end.
 
     A markdown fence around the code is taken off first: it says nothing about the
     language of the code inside, and three backquotes are valid JavaScript."""
     fenced = _FENCE.search(completion)
     c = fenced.group(1) if fenced else completion
-    if language == "python":
+    grammar = front_end(language)
+    if grammar == "ast":
         return [c, "def _f():\n" + c, textwrap.dedent(c)]
-    if language == "js":
+    if grammar == "node":
         return [c, "function _f() {\n" + c, "function _f() {\n" + c + "\n}"]
-    if language == "cpp":
+    if grammar == "g++":
         # One context, not three: each costs a compiler front end. A body the prompt
         # opened closes one brace more than it opens.
         closed = c.count("}") > c.count("{")
         return ["auto _f() {\n" + c + ("" if closed else "\n}")]
-    if language == "java":
+    if grammar == "javac":
         # By the braces it closes: a method's body and its class, or the body alone,
         # or whole members or classes (javac's start-up is paid per run, its files not).
-        blanked = lexing.blank(c, "go")
+        blanked = lexing.blank(c, "java")
         closes = blanked.count("}") - blanked.count("{")
         method = "class _C {\nObject _f() {\n" + c
         if closes >= 2:
@@ -261,12 +271,12 @@ def _generic(language: str, completion: str) -> list[str]:
         whole = c if re.search(r"\b(?:class|interface|enum|record)\b", blanked) else (
             "class _C {\n" + c + "\n}")
         return [whole, method + "\n}\n}"]
-    if language == "go":
+    if grammar == "gofmt":
         if re.match(r"\s*(//[^\n]*\n\s*)*package\b", c):
             return [c]
         return ["package p\n" + c, "package p\nfunc _f() {\n" + c,
                 "package p\nfunc _f() {\n" + c + "\n}"]
-    if language == "rust":
+    if grammar == "rustfmt":
         return [c, "fn _f() {\n" + c, "fn _f() {\n" + c + "\n}"]
     return [c]
 
@@ -288,7 +298,7 @@ def _parse_many(language: str, groups: list[list[str]],
                 known[source] = hit
     if todo:
         try:
-            answers = _PARSERS[language](todo)
+            answers = FRONT_ENDS[front_end(language) or ""](todo)
         except (ToolchainError, OSError) as exc:
             unavailable[language] = str(exc)
             return None
@@ -522,7 +532,7 @@ def _cpp_batch(sources: list[str], indices: list[int]) -> str:
                 includes.append(line)
                 lines[k] = ""
         text = "\n".join(lines)
-        blanked = lexing.blank(text, "go")
+        blanked = lexing.blank(text, "cpp")
         missing = blanked.count("{") - blanked.count("}")
         # A string or character literal left open ends at its line: a newline ends it.
         parts.append(f'namespace _s{i} {{\n#line 1 "s{i}.cpp"\n{text}\n'
@@ -555,19 +565,32 @@ def _cpp_grammar_error(source: str, line: int, message: str) -> bool:
     # g++ skips to the next `;` after an undeclared name, so code without semicolons
     # (Python's `total = 0`) reports nothing more: a C++ line ends a statement, opens or
     # closes a block, or continues an expression.
-    end = lexing.blank(text, "go").split("//")[0].rstrip()
+    end = lexing.blank(text, "cpp").split("//")[0].rstrip()
     if not end or end[-1] in ";{},([=+-*/%&|^<>?:!~\\":
         return False
     return not (end.endswith(")") and re.match(r"\s*(?:}\s*)?(?:else\s+)?(?:if|for|while|"
                                               r"switch)\b", text))
 
 
-_PARSERS: dict[str, Callable[[list[str]], list[bool]]] = {
-    "python": _parse_python, "js": _parse_js, "go": _parse_go, "rust": _parse_rust,
-    "java": _parse_java, "cpp": _parse_cpp,
+FRONT_ENDS: dict[str, Callable[[list[str]], list[bool]]] = {
+    "ast": _parse_python, "node": _parse_js, "gofmt": _parse_go, "rustfmt": _parse_rust,
+    "javac": _parse_java, "g++": _parse_cpp,
 }
+"""The syntax-only parsers, by the name a language gives as its `syntax_check`. Each
+answers, for many sources at once, whether each one parses."""
+
+_SLOW_FRONT_ENDS = frozenset({"g++"})
+"""Parsers slow enough to be asked only when the others leave a sample unexplained."""
+
+
+def front_end(language: str) -> str | None:
+    """The name of the front end that parses `language` (its `syntax_check`); None for
+    a language this check does not know how to parse."""
+    key = canonical_name(language)
+    name = language_class(key).syntax_check if key is not None else None
+    return name if name in FRONT_ENDS else None
 
 
 def _checkable() -> list[str]:
     """The languages a file can be checked against, in display order: those with a parser."""
-    return [language for language in language_names() if language in _PARSERS]
+    return [language for language in language_names() if front_end(language) is not None]

@@ -27,19 +27,6 @@ from evaluator.languages import get_language
 from evaluator.records import Problem, RunOptions, Sample, SampleResult, Task, TestSet
 from evaluator.sandbox.base import SandboxLimits
 
-STUBS: dict[str, str] = {
-    "python": "    raise NotImplementedError('selfcheck stub')\n",
-    "cpp": "    throw 0;\n",
-    "java": "        throw new RuntimeException(\"selfcheck stub\");\n",
-    "js": "  throw new Error('selfcheck stub');\n}\n",
-    "go": "    panic(\"selfcheck stub\")\n}\n",
-    "rust": "    panic!(\"selfcheck stub\");\n",
-}
-"""A body that compiles whatever the function returns, and fails every test.
-
-Go and JavaScript stubs close the function: MultiPL-E's and HumanEval-XL's tests in
-those languages start after it (their C++ and Rust tests start with the `}`)."""
-
 
 @dataclass(frozen=True)
 class ProblemFailure:
@@ -212,12 +199,10 @@ def _run(engine: Engine, problems: dict[str, Problem],
 def _sample(problem: Problem) -> Sample:
     body = problem.canonical_solution
     if not body.strip():
-        body = STUBS.get(problem.language, "")
-        # A language may need more than a body: Go rejects a prompt's imports that the
-        # stub leaves unused, so its module adds uses of them after the function.
-        extend = getattr(get_language(problem.language), "selfcheck_stub", None)
-        if extend is not None:
-            body = extend(problem, body)
+        # A body that compiles and fails every test; a language may add what its compiler
+        # needs beyond it (Go: uses of the prompt's imports, which it rejects unused).
+        language = get_language(problem.language)
+        body = language.selfcheck_stub(problem, language.selfcheck_body)
     return Sample(task_id=problem.task_id, index=0, raw=body, completion=body)
 
 

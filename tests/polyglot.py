@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from evaluator import language_check
+from evaluator.languages.registry import language_names
 
-LANGUAGES = ("python", "cpp", "java", "js", "go", "rust")
 _PREFIX = {"python": "Python", "cpp": "CPP", "java": "Java", "js": "JavaScript", "go": "Go",
            "rust": "Rust"}
 
@@ -193,15 +193,18 @@ def generations(language: str, *, copies: int = 2) -> list[dict[str, Any]]:
     ]
 
 
-_PARSER = {"cpp": "g++", "java": "javac", "js": "node", "go": "gofmt", "rust": "rustfmt"}
+LANGUAGES = tuple(name for name in language_names() if name in _PROBLEMS)
+"""The languages of the registry this module has problems for, in the registry's order."""
 
 
 def require_parser(language: str) -> None:
-    """Skip (in CI: fail) the calling test unless `language`'s parser is installed."""
-    if language not in _PARSER:
+    """Skip (in CI: fail) the calling test unless `language`'s parser is installed (a
+    front end that is a program; Python's is in process)."""
+    parser = language_check.front_end(language)
+    if parser not in language_check._TOOLS:
         return
     try:
-        language_check._tool(_PARSER[language])
+        language_check._tool(parser)
     except language_check.ToolchainError as exc:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"the {language} parser must be installed in CI: {exc}")

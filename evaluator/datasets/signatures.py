@@ -9,27 +9,14 @@ from __future__ import annotations
 
 import re
 
-# A function definition at the start of a line; the first non-empty group is its name.
-# C++ and Java need a return type before the name, which also keeps `if (` out.
-_FUNCTION_PATTERNS: dict[str, re.Pattern[str]] = {
-    "python": re.compile(r"^\s*def\s+(\w+)\s*\(", re.MULTILINE),
-    "cpp": re.compile(r"^[A-Za-z_][\w:<>,*& ]*[\s*&>](\w+)\s*\([^;]*$", re.MULTILINE),
-    "java": re.compile(
-        r"^\s*(?:public|private|protected)\s+(?:static\s+)?[\w<>\[\],.? ]+\s(\w+)\s*\(",
-        re.MULTILINE,
-    ),
-    "js": re.compile(
-        r"^\s*(?:const\s+(\w+)\s*=\s*(?:\(|function)|function\s+(\w+)\s*\()", re.MULTILINE
-    ),
-    "go": re.compile(r"^func\s+(?:\([^)]*\)\s*)?(\w+)\s*\(", re.MULTILINE),
-    "rust": re.compile(r"^\s*(?:pub\s+)?fn\s+(\w+)\s*[<(]", re.MULTILINE),
-}
+from evaluator.languages.registry import canonical_name, language_class
+
 _KEYWORDS = frozenset({"if", "for", "while", "switch", "return", "catch"})
 
 
 def function_names(language: str, code: str) -> list[str]:
     """Names of the functions defined in `code`, in order of appearance."""
-    pattern = _FUNCTION_PATTERNS.get(language)
+    pattern = _function_pattern(language)
     if pattern is None:
         return []
     names: list[str] = []
@@ -38,6 +25,14 @@ def function_names(language: str, code: str) -> list[str]:
         if name and name not in _KEYWORDS:
             names.append(name)
     return names
+
+
+def _function_pattern(language: str) -> re.Pattern[str] | None:
+    """The language's `function_pattern`, compiled (`re` keeps the compiled patterns);
+    None for an unknown language."""
+    name = canonical_name(language)
+    source = language_class(name).function_pattern if name is not None else None
+    return re.compile(source, re.MULTILINE) if source else None
 
 
 def comparable_name(name: str) -> str:

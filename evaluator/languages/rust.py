@@ -49,7 +49,6 @@ from evaluator.languages.base import (
     Language,
     LanguageError,
     PreparedJob,
-    RunOptions,
     program_hash,
 )
 from evaluator.languages.go import normalise_records
@@ -69,7 +68,7 @@ from evaluator.languages.toolchains import (
     tree_key,
     version_key,
 )
-from evaluator.records import Problem, Sample, SampleResult, SandboxInfo
+from evaluator.records import Problem, RunOptions, Sample, SampleResult, SandboxInfo
 from evaluator.sandbox.base import Mount
 
 RUNTIME = Path(__file__).resolve().parent / "runtime" / "rust"
@@ -227,6 +226,10 @@ class Rust(Language):
     display_name = "Rust"
     aliases = ("rs",)
     order = 60
+    pygments_lexer = "rust"
+    function_pattern = r"^\s*(?:pub\s+)?fn\s+(\w+)\s*[<(]"
+    syntax_check = "rustfmt"
+    selfcheck_body = "    panic!(\"selfcheck stub\");\n"
 
     def prefix(self, problem: Problem, options: RunOptions) -> str:
         if options.task == "translation":

@@ -312,7 +312,7 @@ def _sessions(backends: Mapping[str, Backend]) -> Iterator[dict[str, Callable[[_
 
     def runner(session: RunnerSession) -> Callable[[_Program], str]:
         def run(program: _Program) -> str:
-            return judge(session.run(program.job), "python").status
+            return judge(session.run(program.job)).status
         return run
 
     try:

@@ -26,6 +26,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,8 @@ CLOSE_GRACE = 2.0
 """Seconds a runner may take to end by itself when its session closes."""
 MB = 1024 * 1024
 WORKDIR_PREFIX = "evaluator-"
+HARNESSES_VARIABLE = "EVALUATOR_HARNESSES"
+"""The harnesses a runner imports as it starts (host paths here, the runner's there)."""
 
 _open_sessions: weakref.WeakSet[RunnerSession] = weakref.WeakSet()
 
@@ -134,8 +137,8 @@ class RunnerSession:
         # Readable by an unprivileged launcher (bwrap runs as nobody); nothing secret here.
         self.workdir.chmod(0o711)
         if self.backend.isolated:
-            # A private copy: the sandbox sees these two files and not the project tree
-            # (which an unprivileged launcher might not even be able to reach).
+            # A private copy: the sandbox sees the runner's files and not the project
+            # tree (which an unprivileged launcher might not even be able to reach).
             runtime = self.workdir / "runtime"
             runtime.mkdir(mode=0o755)
             for source in sorted(RUNTIME_DIR.glob("*.py")):
@@ -145,10 +148,14 @@ class RunnerSession:
             runner = RUNTIME_TARGET / "runner.py"
         else:
             runtime_mount, runner = Mount(RUNTIME_DIR), RUNTIME_DIR / "runner.py"
+        env = dict(self.env)
+        if env.get(HARNESSES_VARIABLE):
+            env[HARNESSES_VARIABLE] = os.pathsep.join(
+                self.sandbox_path(path) for path in env[HARNESSES_VARIABLE].split(os.pathsep))
         spec = LaunchSpec(
             argv=[self.backend.python(), "-I", str(runner)],
             mounts=(runtime_mount, *self.mounts),
-            env=self.env,
+            env=env,
             limits=self.limits,
             workdir=self.workdir,
         )
@@ -160,15 +167,15 @@ class RunnerSession:
         )
         if self.cgroup is not None:
             argv = self.cgroup.wrap(argv)
-        env = self.backend.environment(spec)
-        if env is None:
-            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        host_env = self.backend.environment(spec)
+        if host_env is None:
+            host_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
         self.process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=env,
+            env=host_env,
             start_new_session=True,
             close_fds=True,
         )
@@ -210,6 +217,16 @@ class RunnerSession:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def ensure_started(self) -> None:
+        """Start the runner now if it is not running: a job then finds it ready."""
+        with self._lock:
+            self._ensure_started()
+
+    def _ensure_started(self) -> None:
+        if not self.alive:
+            self.close()
+            self.start()
+
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -222,6 +239,16 @@ class RunnerSession:
             "memory_limit_mb": self._memory_limit // MB if self.cgroup else None,
             "runner": {k: v for k, v in self.info.items() if k != "ready"},
         }
+
+    def sandbox_path(self, path: str) -> str:
+        """Where the runner finds host `path`: under the target of the mount that holds
+        it, when the backend mounts it elsewhere (the `none` backend mounts nothing)."""
+        if not self.backend.isolated:
+            return path
+        for mount in self.mounts:
+            if mount.target is not None and Path(path).is_relative_to(mount.source):
+                return str(mount.target / Path(path).relative_to(mount.source))
+        return path
 
     def _cgroup_memory(self, memory_mb: int) -> int:
         # The program's own limit, the scratch tmpfs (its pages are charged here too),
@@ -240,71 +267,106 @@ class RunnerSession:
         the next `run` starts a fresh runner.
         """
         with self._lock:
-            if not self.alive:
-                self.close()
-                self.start()
-            assert self.process is not None
-            assert self.process.stdin is not None
-            cgroup = self.cgroup
-            oom_before = 0
-            if cgroup is not None:
-                limit = self._cgroup_memory(_job_memory_mb(job, self.limits.memory_mb))
-                if limit != self._memory_limit:
-                    with contextlib.suppress(OSError):
-                        cgroup.set_memory(limit)
-                        self._memory_limit = limit
-                oom_before = cgroup.oom_kills()
-            refused_before = cgroup.pids_refused() if cgroup is not None else 0
-            cpu_before = cgroup.cpu_usage_ns() if cgroup is not None else None
+            self._ensure_started()
+            before = self._prepare_cgroup(job)
             started = time.monotonic()
             if on_progress is not None:
                 job = {**job, "stream": True}
-            self._busy = True
+            harness = job.get("harness")
+            if isinstance(harness, dict) and self.backend.isolated:
+                job = {**job, "harness": {**harness, "path": self.sandbox_path(harness["path"])}}
+            self._send(job)
             try:
-                self.process.stdin.write(json.dumps(job).encode() + b"\n")
-                self.process.stdin.flush()
-            except (BrokenPipeError, OSError) as exc:
-                self.close()
-                raise RunnerDied(f"the runner is gone: {exc}") from exc
-            try:
-                deadline = started + _job_budget(job) + ANSWER_GRACE
-                answer = self._read_line(deadline - time.monotonic())
-                while "progress" in answer:
-                    if on_progress is not None:
-                        on_progress(answer["progress"])
-                    answer = self._read_line(deadline - time.monotonic())
+                answer = self._await_answer(job, started, on_progress)
             except RunnerDied as exc:
-                oom = cgroup is not None and cgroup.oom_kills() > oom_before
-                refused = cgroup is not None and cgroup.pids_refused() > refused_before
-                self.close()
-                if oom:
-                    # gVisor: the kernel's OOM killer hit the Sentry; the program's memory
-                    # use did that, so the job failed on memory, not the sandbox.
-                    return _memory_answer(job, time.monotonic() - started)
-                if refused:
-                    raise RunnerDied(f"{exc}; the sandbox reached its process limit") from exc
-                raise
+                return self._runner_died(exc, job, started, before)
             self._busy = False
-            steps = answer.get("steps") or []
-            if cgroup is not None and cgroup.oom_kills() > oom_before and steps:
-                steps[-1]["oom_killed"] = True
-            cpu_after = cgroup.cpu_usage_ns() if cgroup is not None else None
-            if steps and cpu_before is not None and cpu_after is not None:
-                # What the whole sandbox (runner, program, and under gVisor the Sentry
-                # working for it) used of the host's CPU during this job: unlike the
-                # program's own CPU time under gVisor, waiting for a CPU is not in it.
-                steps[-1]["sandbox_cpu_ms"] = round((cpu_after - cpu_before) / 1e6, 3)
-            if answer.get("runner_poisoned"):
-                # The runner answered, then ended: start the next job on a fresh one.
-                self.close()
-            elif (self.backend.keeps_host_tasks and cgroup is not None
-                  and cgroup.pids_current() > cgroup.pids_limit // 4):
-                # Tasks the sandbox kept after the job (gVisor's Sentry after a fork bomb):
-                # the next job starts in a fresh sandbox, far from the host limit. The
-                # Sentry never returns them and every job adds a few, so a bomb that
-                # stopped just short of this line is replaced after some later job.
-                self.close()
+            self._account(answer, before)
+            self._retire_if_spent(answer)
             return answer
+
+    def _prepare_cgroup(self, job: dict[str, Any]) -> _CgroupCounts | None:
+        """Fit the cgroup's memory limit to `job`; its counters before the job."""
+        cgroup = self.cgroup
+        if cgroup is None:
+            return None
+        limit = self._cgroup_memory(_job_memory_mb(job, self.limits.memory_mb))
+        if limit != self._memory_limit:
+            with contextlib.suppress(OSError):
+                cgroup.set_memory(limit)
+                self._memory_limit = limit
+        return _CgroupCounts(oom_kills=cgroup.oom_kills(), pids_refused=cgroup.pids_refused(),
+                             cpu_ns=cgroup.cpu_usage_ns())
+
+    def _send(self, job: dict[str, Any]) -> None:
+        assert self.process is not None
+        assert self.process.stdin is not None
+        self._busy = True
+        try:
+            self.process.stdin.write(json.dumps(job).encode() + b"\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            self.close()
+            raise RunnerDied(f"the runner is gone: {exc}") from exc
+
+    def _await_answer(self, job: dict[str, Any], started: float,
+                      on_progress: Callable[[dict[str, Any]], None] | None,
+                      ) -> dict[str, Any]:
+        """The runner's answer, passing on the progress records that come before it."""
+        deadline = started + _job_budget(job) + ANSWER_GRACE
+        answer = self._read_line(deadline - time.monotonic())
+        while "progress" in answer:
+            if on_progress is not None:
+                on_progress(answer["progress"])
+            answer = self._read_line(deadline - time.monotonic())
+        return answer
+
+    def _runner_died(self, exc: RunnerDied, job: dict[str, Any], started: float,
+                     before: _CgroupCounts | None) -> dict[str, Any]:
+        """The runner ended while it held `job`: a memory answer when the cgroup's memory
+        limit ended it, else RunnerDied (saying so when it reached its process limit)."""
+        cgroup = self.cgroup
+        oom = cgroup is not None and before is not None and cgroup.oom_kills() > before.oom_kills
+        refused = (cgroup is not None and before is not None
+                   and cgroup.pids_refused() > before.pids_refused)
+        self.close()
+        if oom:
+            # gVisor: the kernel's OOM killer hit the Sentry; the program's memory
+            # use did that, so the job failed on memory, not the sandbox.
+            return _memory_answer(job, time.monotonic() - started)
+        if refused:
+            raise RunnerDied(f"{exc}; the sandbox reached its process limit") from exc
+        raise exc
+
+    def _account(self, answer: dict[str, Any], before: _CgroupCounts | None) -> None:
+        """Add what the cgroup saw during the job to its last step."""
+        cgroup = self.cgroup
+        steps = answer.get("steps") or []
+        if cgroup is None or before is None or not steps:
+            return
+        if cgroup.oom_kills() > before.oom_kills:
+            steps[-1]["oom_killed"] = True
+        cpu_after = cgroup.cpu_usage_ns()
+        if before.cpu_ns is not None and cpu_after is not None:
+            # What the whole sandbox (runner, program, and under gVisor the Sentry
+            # working for it) used of the host's CPU during this job: unlike the
+            # program's own CPU time under gVisor, waiting for a CPU is not in it.
+            steps[-1]["sandbox_cpu_ms"] = round((cpu_after - before.cpu_ns) / 1e6, 3)
+
+    def _retire_if_spent(self, answer: dict[str, Any]) -> None:
+        """Close a runner that should not take the next job; the next `run` starts a
+        fresh one."""
+        cgroup = self.cgroup
+        if answer.get("runner_poisoned"):
+            # The runner answered, then ended.
+            self.close()
+        elif (self.backend.keeps_host_tasks and cgroup is not None
+              and cgroup.pids_current() > cgroup.pids_limit // 4):
+            # Tasks the sandbox kept after the job (gVisor's Sentry after a fork bomb):
+            # the next job starts in a fresh sandbox, far from the host limit. The
+            # Sentry never returns them and every job adds a few, so a bomb that
+            # stopped just short of this line is replaced after some later job.
+            self.close()
 
     def _read_line(self, timeout: float) -> dict[str, Any]:
         assert self.process is not None
@@ -341,6 +403,15 @@ class RunnerSession:
     def _stderr_hint(self) -> str:
         text = self._stderr_tail.decode("utf-8", "replace").strip()
         return f"; it said: {text[-1000:]}" if text else ""
+
+
+@dataclass(frozen=True)
+class _CgroupCounts:
+    """A sandbox cgroup's counters, read before a job."""
+
+    oom_kills: int
+    pids_refused: int
+    cpu_ns: int | None
 
 
 def _job_memory_mb(job: dict[str, Any], default: int) -> int:

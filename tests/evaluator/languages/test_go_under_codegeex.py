@@ -14,9 +14,8 @@ from language_support import evaluate_one
 from test_go import SETUP, make_problem, sample
 
 from evaluator.engine import Engine, EngineConfig
-from evaluator.languages.base import RunOptions
 from evaluator.languages.go import Go, imported_paths, vet_could_report
-from evaluator.records import Problem, SampleResult
+from evaluator.records import Problem, RunOptions, SampleResult
 from evaluator.sandbox.base import SandboxLimits
 from tests.backends import require_backend
 

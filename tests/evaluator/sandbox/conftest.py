@@ -20,6 +20,7 @@ import pytest
 
 from evaluator.sandbox.base import Mount, get_backend
 from evaluator.sandbox.session import RunnerSession
+from tests.evaluator.sandbox.python_jobs import PYTHON_ENV, PYTHON_MOUNTS
 
 # The hostile programs and helpers live beside this file; test modules import them too.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,7 +49,8 @@ def sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
     os.set_inheritable(decoys.inherited_fd, True)
     session = RunnerSession(
         get_backend(name), limits=LIMITS,
-        mounts=[Mount(decoys.readonly_mount, Path("/opt/toolchain"))],
+        mounts=[Mount(decoys.readonly_mount, Path("/opt/toolchain")), *PYTHON_MOUNTS],
+        env=PYTHON_ENV,
     )
     try:
         session.start()

@@ -22,6 +22,7 @@ from evaluator.languages.base import judge
 from evaluator.sandbox.base import SandboxLimits
 from evaluator.sandbox.session import RunnerSession
 from tests.backends import backend_reason, require_backend  # noqa: F401 - for the test modules
+from tests.evaluator.sandbox.python_jobs import python_job
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 REAL_BACKENDS = ("bwrap", "gvisor")
@@ -270,8 +271,8 @@ class Sandbox:
         return self.session.run(job)
 
     def python(self, code: str, **limits: Any) -> dict[str, Any]:
-        job = {"kind": "python", "mode": "plain", "source": code,
-               "limits": LIMITS.replace(**limits).to_dict()}
+        job = python_job(mode="plain", source=code,
+                         limits=LIMITS.replace(**limits).to_dict())
         return self._run(job)
 
     def c(self, code: str, **limits: Any) -> dict[str, Any]:
@@ -306,7 +307,7 @@ def observed(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def status_of(answer: dict[str, Any]) -> str:
-    return judge(answer, "c").status
+    return judge(answer).status
 
 
 class LoopbackListener:

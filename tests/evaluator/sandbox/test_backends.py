@@ -12,6 +12,7 @@ from evaluator.sandbox.base import get_backend
 from evaluator.sandbox.bwrap import BwrapBackend
 from evaluator.sandbox.gvisor import GvisorBackend
 from evaluator.sandbox.session import RunnerSession
+from tests.evaluator.sandbox.python_jobs import PYTHON_ENV, PYTHON_MOUNTS, python_job
 
 
 def test_auto_uncalibrated_chooses_the_strongest_backend_that_works(
@@ -71,11 +72,12 @@ def test_a_runner_that_died_is_replaced_on_the_next_job(name: str) -> None:
     reason = backend_reason(name)
     if reason is not None:
         pytest.skip(reason)
-    with RunnerSession(get_backend(name), limits=LIMITS) as session:
+    with RunnerSession(get_backend(name), limits=LIMITS, mounts=PYTHON_MOUNTS,
+                       env=PYTHON_ENV) as session:
         assert session.process is not None
         session.process.kill()
         session.process.wait()
-        job = {"kind": "python", "mode": "plain", "source": python("report(ok=1)"),
-               "limits": LIMITS.to_dict()}
+        job = python_job(mode="plain", source=python("report(ok=1)"),
+                         limits=LIMITS.to_dict())
         assert observed(session.run(job)) == {"ok": 1}
         assert session.starts == 2

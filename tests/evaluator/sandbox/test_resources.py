@@ -30,7 +30,7 @@ int main(void) {
 def test_memory_exhaustion_ends_as_memory(sandbox: Sandbox, language: str) -> None:
     code = python(PY_HOG) if language == "python" else c(C_HOG)
     answer = sandbox.run(language, code)
-    verdict = judge(answer, language)
+    verdict = judge(answer)
     assert verdict.status == "memory", (verdict.message, answer["steps"][-1])
     assert "memory" in verdict.message
 
@@ -66,7 +66,7 @@ def test_memory_beyond_the_rlimit_is_stopped_by_the_cgroup(sandbox: Sandbox) -> 
     answer = sandbox.session.run(job)
     run = answer["steps"][-1]
     assert run.get("oom_killed"), run
-    assert judge(answer, "c").status == "memory"
+    assert judge(answer).status == "memory"
     # The sandbox is usable afterwards (gVisor's is replaced when the OOM killer took it).
     assert observed(sandbox.python(python("report(ok=True)")))["ok"] is True
 
@@ -119,7 +119,7 @@ def test_endless_output_is_cut_at_the_output_limit(sandbox: Sandbox, language: s
     run = answer["steps"][-1]
     assert run["output_exceeded"]
     assert len(run["stdout"]) < 128 * 1024  # only the head is kept
-    verdict = judge(answer, language)
+    verdict = judge(answer)
     assert verdict.error_type == "OutputLimitExceeded"
     assert run["wall_ms"] < sandbox.session.limits.wall_seconds * 1000
 
@@ -139,7 +139,7 @@ def test_sleeping_forever_ends_at_the_wall_clock_limit(sandbox: Sandbox, languag
     answer = sandbox.run(language, code, wall_seconds=1.5)
     run = answer["steps"][-1]
     assert run["timed_out"]
-    verdict = judge(answer, language)
+    verdict = judge(answer)
     assert verdict.status == "timeout"
     assert "wall-clock" in verdict.message
     # Not before its limit, and by this job's limit, not the suite's far larger default.
@@ -156,6 +156,6 @@ def test_a_busy_loop_ends_at_the_cpu_limit(sandbox: Sandbox) -> None:
     # The wall-clock limit is LIMITS', far away: on a busy machine one second of CPU
     # took 6-8 s of wall under bwrap, and a 10 s limit came close to ending it first.
     answer = sandbox.python(python(PY_SPIN), cpu_seconds=1)
-    verdict = judge(answer, "python")
+    verdict = judge(answer)
     assert verdict.status == "timeout"
     assert answer["steps"][-1].get("cpu_timed_out")

@@ -27,6 +27,7 @@ from evaluator.sandbox.base import LaunchSpec, get_backend
 from evaluator.sandbox.bwrap import WITH_FILTER, landlock_abi
 from evaluator.sandbox.session import RunnerSession
 from evaluator.selfcheck import selfcheck
+from tests.evaluator.sandbox.python_jobs import PYTHON_ENV, PYTHON_MOUNTS
 
 CALLS = """
 libc.syscall.restype = ctypes.c_long
@@ -301,8 +302,8 @@ def bwrap_without_landlock() -> Iterator[Sandbox]:
     """A bwrap runner like the others but with Landlock turned off: the control that
     shows the mount view alone would allow what Landlock refuses."""
     require_backend("bwrap")
-    session = RunnerSession(get_backend("bwrap"), limits=LIMITS,
-                            env={"EVALUATOR_LANDLOCK": ""})
+    session = RunnerSession(get_backend("bwrap"), limits=LIMITS, mounts=PYTHON_MOUNTS,
+                            env={**PYTHON_ENV, "EVALUATOR_LANDLOCK": ""})
     with session:
         assert session.info.get("landlock_abi") is None
         yield Sandbox("bwrap", session, decoys=None)  # type: ignore[arg-type]
@@ -313,7 +314,8 @@ def bwrap_sandbox() -> Iterator[Sandbox]:
     require_backend("bwrap")
     if landlock_abi() < 1:
         pytest.skip("this kernel has no Landlock")
-    with RunnerSession(get_backend("bwrap"), limits=LIMITS) as session:
+    with RunnerSession(get_backend("bwrap"), limits=LIMITS, mounts=PYTHON_MOUNTS,
+                       env=PYTHON_ENV) as session:
         yield Sandbox("bwrap", session, decoys=None)  # type: ignore[arg-type]
 
 

