@@ -62,9 +62,9 @@ INSTALLED_APPS = [
     "webapp.teams",
     "webapp.benchmarks",
     "webapp.runs",
-    "webapp.compare",
     "webapp.defects",
     "webapp.suites",
+    "webapp.explore",
 ]
 
 MIDDLEWARE = [

@@ -1,24 +1,31 @@
 """Adding a language is one module: a toy language, defined and registered only here,
-reaches the dataset import, the upload form, the problem browser and the sanitizer,
-and leaves nothing behind when it is taken out again."""
+reaches the dataset import, the upload form, the problem browser, the sanitizer, the
+code highlighting, the self-check's stub and the language check of uploads, and leaves
+nothing behind when it is taken out again."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from django.test import Client
 
+from evaluator import language_check
 from evaluator.datasets import load_dataset
+from evaluator.datasets.signatures import function_names
+from evaluator.language_check import check_language
 from evaluator.languages import Language, LanguageError, PreparedJob, register, unregister
 from evaluator.languages.registry import language_names
 from evaluator.records import Problem, RunOptions, Sample
 from evaluator.samples import read_samples
 from evaluator.sanitize import sanitize
+from evaluator.selfcheck import _sample as selfcheck_sample
 from tests.webapp.support import client_for
+from webapp.benchmarks.highlight import code_tokens
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
 
@@ -30,9 +37,38 @@ class Toy(Language):
     fence_tags = ("tl",)
     order = 5
     """Before Python, so that the lists below are in the registry's order, not by name."""
+    pygments_lexer = "clojure"
+    function_pattern = r"^\(defn\s+([\w-]+)"
+    syntax_check = "toy-reader"
+    selfcheck_body = "(throw \"selfcheck stub\"))\n"
 
     def prepare(self, problem: Problem, sample: Sample, options: RunOptions) -> PreparedJob:
         raise LanguageError("the toy language has no runner")
+
+    def build(self, problem: Problem, sample: Sample, options: RunOptions) -> ToyProgram:
+        return ToyProgram(self.prefix(problem, options) + sample.completion)
+
+
+@dataclass(frozen=True)
+class ToyProgram:
+    program: str
+
+
+def _balanced(source: str) -> bool:
+    """The toy language's whole grammar: its brackets close in order."""
+    stack: list[str] = []
+    for char in source:
+        if char in "([":
+            stack.append(")" if char == "(" else "]")
+        elif char in ")]" and (not stack or stack.pop() != char):
+            return False
+    return not stack
+
+
+def _toy_problem(number: int, name: str, canonical: str = "") -> Problem:
+    return Problem(dataset="multipl-e", task_id=f"HumanEval/{number}", language="toy",
+                   natural_language="en", prompt=f"(defn {name} [x]\n", entry_point=name,
+                   canonical_solution=canonical, test="")
 
 
 @pytest.fixture
@@ -103,6 +139,45 @@ def test_the_sanitizer_keeps_the_toy_languages_fences(toy):
     unregister("toy")
     # Unknown again: no tag is the toy language's, and the first block is taken.
     assert sanitize(raw, problem)[0] == "not code\n"
+
+
+def test_the_toy_language_finds_its_functions_and_is_highlighted(toy):
+    assert function_names("toylang", "(defn has-close [xs]\n  (defn inner [] 1))\n") == [
+        "has-close"]
+    tokens = code_tokens('(defn f [x] "s")', "toy")
+    assert "".join(t.text for t in tokens) == '(defn f [x] "s")'
+    assert {"k", "s"} <= {t.css for t in tokens}, "Pygments' Clojure lexer coloured it"
+    unregister("toy")
+    assert function_names("toy", "(defn f [x]\n") == []
+    assert {t.css for t in code_tokens('(defn f [x] "s")', "toy")} == {""}
+
+
+def test_the_selfcheck_stubs_a_toy_problem_with_the_toy_body(toy):
+    assert selfcheck_sample(_toy_problem(0, "f")).completion == '(throw "selfcheck stub"))\n'
+    assert selfcheck_sample(_toy_problem(0, "f", canonical="x)\n")).completion == "x)\n"
+
+
+def test_uploads_in_the_toy_language_are_checked_by_its_front_end(toy, monkeypatch):
+    calls: list[int] = []
+
+    def reader(sources: list[str]) -> list[bool]:
+        calls.append(len(sources))
+        return [_balanced(source) for source in sources]
+
+    monkeypatch.setitem(language_check.FRONT_ENDS, "toy-reader", reader)
+    monkeypatch.setattr(language_check, "_cache", {})
+    assert language_check.front_end("TOYLANG") == "toy-reader"
+    assert language_check._checkable()[0] == "toy"
+    problems = [_toy_problem(0, "f"), _toy_problem(1, "g")]
+    samples = [Sample(task_id=p.task_id, index=0, raw="", completion=completion)
+               for p, completion in zip(problems, ["(+ x 1))\n", "(* x [2]))\n"],
+                                        strict=True)]
+    verdict = check_language(problems, samples)
+    assert (verdict.checked, dict(verdict.parses), verdict.fits) == (2, {"toy": 2}, True)
+    assert calls == [2]
+    unregister("toy")
+    assert language_check.front_end("toy") is None
+    assert "toy" not in language_check._checkable()
 
 
 def test_a_removed_language_leaves_nothing_behind(personas, humaneval, toy_dataset):

@@ -17,10 +17,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, _TokenType
 
-LEXER_NAMES = {
-    "python": "python", "cpp": "cpp", "c": "c", "java": "java", "js": "javascript",
-    "javascript": "javascript", "go": "go", "rust": "rust",
-}
+from evaluator.languages.registry import canonical_name, language_class
 
 # Token kinds drawn in their own colour; more specific first. Everything else is plain.
 _CLASSES: tuple[tuple[_TokenType, str], ...] = (
@@ -47,11 +44,15 @@ class Token:
     """"ws" (whitespace only), "comment", or "code": what the diff may ignore."""
 
 
-@functools.lru_cache(maxsize=16)
 def _lexer(language: str) -> Lexer | None:
-    name = LEXER_NAMES.get(language)
-    if name is None:
-        return None
+    """The lexer the language names (`Language.pygments_lexer`), if it names one."""
+    key = canonical_name(language)
+    name = language_class(key).pygments_lexer if key is not None else None
+    return _lexer_named(name) if name else None
+
+
+@functools.lru_cache(maxsize=16)
+def _lexer_named(name: str) -> Lexer:
     # Keep the text exactly as given: no stripped or added newlines, tabs untouched.
     return get_lexer_by_name(name, stripnl=False, ensurenl=False, stripall=False)
 

@@ -14,11 +14,11 @@ from django.db.models import Max
 from django.utils.safestring import SafeString
 
 from evaluator.metrics import MetricError
+from webapp.benchmarks.diffs import CodeDiff, code_diff, token_diff
 from webapp.benchmarks.docstrings import doc_blocks, docstring_of
 from webapp.benchmarks.highlight import Token
 from webapp.benchmarks.models import Dataset, ProblemVariant
 from webapp.benchmarks.selectors import RTL_LANGUAGES, RegisteredDefect, problem_defects
-from webapp.compare.diffs import CodeDiff, code_diff, token_diff
 from webapp.runs.models import ProblemResult, Run
 from webapp.runs.reports import run_label
 from webapp.runs.selectors import Viewer, visible_runs

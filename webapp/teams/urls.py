@@ -7,9 +7,6 @@ from webapp.teams import views
 app_name = "teams"
 urlpatterns = [
     path("teams/", views.team_list, name="list"),
-    path("teams/<slug:slug>/", views.team_detail, name="detail"),
-    path("teams/<slug:slug>/leaderboard/", views.team_leaderboard, name="team_leaderboard"),
-    path("leaderboard/", views.leaderboard, name="leaderboard"),
     path("teams/<slug:slug>/members/", views.member_add, name="member_add"),
     path("teams/<slug:slug>/members/<int:user_id>/remove/", views.member_remove,
          name="member_remove"),

@@ -1,29 +1,19 @@
-"""Sign-up, teams and their members, and API tokens."""
+"""Sign-up, teams and their members, and API tokens. The team page lists runs, so its view
+is `webapp.explore.team_views.team_detail`."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from webapp.defects.scores import WAY_LABELS, query_scores
-from webapp.query_params import handles_bad_query, query_choice, query_text
-from webapp.runs.models import Run
-from webapp.runs.selectors import visible_runs
-from webapp.runs.verified import DEFINITION as VERIFIED_DEFINITION
 from webapp.teams.forms import MemberForm, SignUpForm, TeamForm, TokenForm
-from webapp.teams.leaderboard import build_leaderboard, leaderboard_runs, mark_verification
-from webapp.teams.models import Team
 from webapp.teams.selectors import (
     get_team_for_user,
-    team_memberships,
-    team_role,
     teams_for_user,
     tokens_for_user,
 )
@@ -60,19 +50,6 @@ def team_list(request: HttpRequest) -> HttpResponse:
         return redirect("teams:detail", slug=team.slug)
     return render(request, "teams/team_list.html",
                   {"teams": teams_for_user(user=request.user), "form": form})
-
-
-@login_required
-def team_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    team = get_team_for_user(user=request.user, slug=slug)
-    runs = visible_runs(user=request.user).filter(team=team).select_related("dataset", "owner")
-    return render(request, "teams/team_detail.html", {
-        "team": team,
-        "memberships": team_memberships(team=team),
-        "role": team_role(team=team, user=request.user),
-        "runs": runs[:100],
-        "form": MemberForm(),
-    })
 
 
 @login_required
@@ -121,33 +98,3 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
         raise Http404("No such active token")
     messages.success(request, "The token was revoked.")
     return redirect("teams:tokens")
-
-
-def _leaderboard(request: HttpRequest, runs: QuerySet[Run], *, team: Team | None) -> HttpResponse:
-    sort = query_text(request.GET, "sort")
-    descending = query_choice(request.GET, "order", ("asc", "desc"), default="desc") == "desc"
-    chosen = leaderboard_runs(runs=runs)
-    finished = chosen.listed
-    scores = query_scores(request.GET)
-    board = build_leaderboard(runs=finished, sort=sort, descending=descending, scores=scores)
-    mark_verification(board, chosen)
-    return render(request, "teams/leaderboard.html", {
-        "board": board, "team": team, "ways": WAY_LABELS,
-        "verified_definition": VERIFIED_DEFINITION,
-        "board_sort_state": f"{board.sort}:{'desc' if board.descending else 'asc'}",
-    })
-
-
-@handles_bad_query
-def leaderboard(request: HttpRequest) -> HttpResponse:
-    """Public runs only, whoever is looking: the same board for everyone."""
-    return _leaderboard(request, visible_runs(user=AnonymousUser()), team=None)
-
-
-@login_required
-@handles_bad_query
-def team_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
-    """The team's runs that the viewer may see: public and team runs, and the viewer's own
-    private ones."""
-    team = get_team_for_user(user=request.user, slug=slug)
-    return _leaderboard(request, visible_runs(user=request.user).filter(team=team), team=team)

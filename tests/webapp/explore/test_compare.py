@@ -8,7 +8,7 @@ import re
 import pytest
 
 from tests.webapp.support import client_for
-from webapp.compare.diffs import code_diff
+from webapp.benchmarks.diffs import code_diff
 
 
 def test_pair_page_counts_the_paired_table_and_tests_it(personas, runs):

@@ -32,7 +32,7 @@ def test_page_ranks_three_runs_and_links_every_cell(personas, runs):
     assert (str(runs.a.pk), str(runs.b.pk)) in links
     assert (str(runs.b.pk), str(runs.a.pk)) in links
     assert "many-chart-data" in body
-    assert "compare/many.js" in body
+    assert "explore/many.js" in body
 
 
 def test_runs_are_compared_on_the_problems_they_all_have(personas, runs):

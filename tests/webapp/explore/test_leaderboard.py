@@ -9,8 +9,8 @@ import pytest
 
 from evaluator.records import HARNESS_VERSION
 from tests.webapp.support import RIGHT_0, WRONG_0, client_for
+from webapp.explore.leaderboard import build_leaderboard
 from webapp.runs.models import Run
-from webapp.teams.leaderboard import build_leaderboard
 
 
 def _models(body: str) -> list[str]:

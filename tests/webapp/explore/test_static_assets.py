@@ -87,13 +87,13 @@ def test_templates_load_scripts_and_styles_only_from_static():
 def test_pages_of_lines_and_bars_load_the_partial_bundle():
     """The partial bundle has scatter, bar and pie; compare_many draws a heatmap, which only
     the full bundle has."""
-    for name in ("runs/run_detail.html", "compare/compare_pair.html",
-                 "compare/compare_baseline.html"):
+    for name in ("runs/run_detail.html", "explore/compare_pair.html",
+                 "explore/compare_baseline.html"):
         text = (TEMPLATES / name).read_text()
         assert "plotly.min.js" not in text, name
         assert "'vendor/plotly/plotly-basic.min.js'" in text, name
-    assert "heatmap" in (REPO / "static" / "compare" / "many.js").read_text()
-    assert "plotly.min.js" in (TEMPLATES / "compare" / "compare_many.html").read_text()
+    assert "heatmap" in (REPO / "static" / "explore" / "many.js").read_text()
+    assert "plotly.min.js" in (TEMPLATES / "explore" / "compare_many.html").read_text()
     charts = (REPO / "static" / "runs" / "charts.js").read_text()
     assert set(re.findall(r'type: "(\w+)"', charts)) <= {"bar", "log", "category", "data"}
 

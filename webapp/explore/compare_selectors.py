@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluator.metrics import MetricError, PairedComparison, paired_comparison
+from webapp.benchmarks.diffs import CodeDiff, code_diff
 from webapp.benchmarks.models import ProblemVariant
-from webapp.compare.diffs import CodeDiff, code_diff
 from webapp.runs.models import ProblemResult, Run, Sample
 
 CELLS = ("both", "only_a", "only_b", "neither")

@@ -11,8 +11,7 @@ from django.utils.http import urlencode
 from evaluator.records import STATUSES
 from webapp.benchmarks.highlight import highlight
 from webapp.benchmarks.selectors import problem_by_number
-from webapp.compare.many import MAX_RUNS, CannotCompare, many_runs_comparison
-from webapp.compare.selectors import (
+from webapp.explore.compare_selectors import (
     CELL_NAMES,
     CELLS,
     baseline_comparison,
@@ -20,6 +19,7 @@ from webapp.compare.selectors import (
     pair_comparison,
     side_by_side,
 )
+from webapp.explore.many_runs import MAX_RUNS, CannotCompare, many_runs_comparison
 from webapp.query_params import (
     BadQuery,
     handles_bad_query,
@@ -50,7 +50,7 @@ def compare_index(request: HttpRequest) -> HttpResponse:
         visible_runs_by_id(user=request.user, ids=others, parameter="with")
         return redirect(reverse("compare:baseline", args=[a]) + "?" + urlencode(
             {"with": ",".join(str(pk) for pk in others)}))
-    return render(request, "compare/compare_index.html", {
+    return render(request, "explore/compare_index.html", {
         "runs": finished_runs(user=request.user, limit=200), "a": a,
     })
 
@@ -68,7 +68,7 @@ def compare_pair(request: HttpRequest, a: int, b: int) -> HttpResponse:
     }
     pair = pair_comparison(a=run_a, b=run_b)
     rows = filter_pair_rows(pair.rows, **filters)
-    return render(request, "compare/compare_pair.html", {
+    return render(request, "explore/compare_pair.html", {
         "pair": pair, "a": run_a, "b": run_b, "rows": rows, "filters": filters,
         "pair_heads": [("A", run_a), ("B", run_b)],
         "cells": [(cell, CELL_NAMES[cell]) for cell in CELLS], "cell_names": CELL_NAMES,
@@ -108,7 +108,7 @@ def compare_problem(request: HttpRequest, a: int, b: int, number: int) -> HttpRe
         html = diffed if diffed is not None else (
             highlight(sample.completion, run.dataset.language) if sample else "")
         panes.append((label, run, sample, html))
-    return render(request, "compare/compare_problem.html", {
+    return render(request, "explore/compare_problem.html", {
         "panes": panes,
         "a": run_a, "b": run_b, "problem": problem, "view": view, "options": options,
         "pair_heads": [("A", run_a), ("B", run_b)],
@@ -120,7 +120,7 @@ def compare_baseline(request: HttpRequest, base: int) -> HttpResponse:
     run = get_run_for_user(user=request.user, run_id=base)
     ids = [pk for pk in query_ids(request.GET, "with", limit=MAX_OTHERS) if pk != run.pk]
     others = visible_runs_by_id(user=request.user, ids=ids, parameter="with")
-    return render(request, "compare/compare_baseline.html", {
+    return render(request, "explore/compare_baseline.html", {
         "base": run, "rows": baseline_comparison(base=run, others=others),
         "runs": finished_runs(user=request.user, limit=200),
         "chosen": ids,
@@ -138,10 +138,10 @@ def compare_many(request: HttpRequest) -> HttpResponse:
     context = {"chosen": ids, "runs": finished_runs(user=request.user, limit=200),
                "max_runs": MAX_RUNS, "comparison": None, "error": ""}
     if not ids:
-        return render(request, "compare/compare_many.html", context)
+        return render(request, "explore/compare_many.html", context)
     try:
         context["comparison"] = many_runs_comparison(runs=chosen)
     except CannotCompare as exc:
         context["error"] = str(exc)
-        return render(request, "compare/compare_many.html", context, status=400)
-    return render(request, "compare/compare_many.html", context)
+        return render(request, "explore/compare_many.html", context, status=400)
+    return render(request, "explore/compare_many.html", context)

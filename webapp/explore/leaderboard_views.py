@@ -1,0 +1,48 @@
+"""The leaderboards: the public one, and one per team."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from webapp.defects.scores import WAY_LABELS, query_scores
+from webapp.explore.leaderboard import build_leaderboard, leaderboard_runs, mark_verification
+from webapp.query_params import handles_bad_query, query_choice, query_text
+from webapp.runs.models import Run
+from webapp.runs.selectors import visible_runs
+from webapp.runs.verified import DEFINITION as VERIFIED_DEFINITION
+from webapp.teams.models import Team
+from webapp.teams.selectors import get_team_for_user
+
+
+def _leaderboard(request: HttpRequest, runs: QuerySet[Run], *, team: Team | None) -> HttpResponse:
+    sort = query_text(request.GET, "sort")
+    descending = query_choice(request.GET, "order", ("asc", "desc"), default="desc") == "desc"
+    chosen = leaderboard_runs(runs=runs)
+    finished = chosen.listed
+    scores = query_scores(request.GET)
+    board = build_leaderboard(runs=finished, sort=sort, descending=descending, scores=scores)
+    mark_verification(board, chosen)
+    return render(request, "explore/leaderboard.html", {
+        "board": board, "team": team, "ways": WAY_LABELS,
+        "verified_definition": VERIFIED_DEFINITION,
+        "board_sort_state": f"{board.sort}:{'desc' if board.descending else 'asc'}",
+    })
+
+
+@handles_bad_query
+def leaderboard(request: HttpRequest) -> HttpResponse:
+    """Public runs only, whoever is looking: the same board for everyone."""
+    return _leaderboard(request, visible_runs(user=AnonymousUser()), team=None)
+
+
+@login_required
+@handles_bad_query
+def team_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
+    """The team's runs that the viewer may see: public and team runs, and the viewer's own
+    private ones."""
+    team = get_team_for_user(user=request.user, slug=slug)
+    return _leaderboard(request, visible_runs(user=request.user).filter(team=team), team=team)
