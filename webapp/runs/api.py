@@ -1,4 +1,5 @@
-"""The JSON API for scripts: `POST /api/runs`, `GET /api/runs/<id>`, its results, datasets.
+"""The JSON API for scripts: `POST /api/runs`, `GET /api/runs/<id>`, its results and test
+matrix, datasets.
 
 The endpoints are django-ninja operations on `router` (mounted in `api_urls`), so the
 OpenAPI schema at `/api/openapi.json` is built from them. They read the request themselves
@@ -18,12 +19,13 @@ from ninja import Query, Router
 
 from webapp.benchmarks.selectors import dataset_list
 from webapp.runs import api_schemas as schemas
+from webapp.runs.exports import matrix_json
 from webapp.runs.forms import UploadForm
 from webapp.runs.intake import intake_file, too_large_issue, upload_was_too_large
 from webapp.runs.lifecycle import duplicate_answer
 from webapp.runs.selectors import get_run_for_user, run_result_lines, run_summary
 from webapp.runs.services import run_create
-from webapp.runs.uploads import Issue, discard_staged
+from webapp.runs.uploads import Issue
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
 
 router = Router(tags=["runs"])
@@ -34,17 +36,22 @@ REFUSALS = {401: schemas.Error, 404: schemas.Error}
 View = TypeVar("View", bound=Callable[..., HttpResponse])
 
 
-def read(path: str, **options: Any) -> Callable[[View], View]:
-    """A GET operation that answers HEAD too, as Django's `require_GET` views did (HEAD
-    stays out of the schema)."""
+def read_on(on: Router, path: str, **options: Any) -> Callable[[View], View]:
+    """A GET operation of `on` that answers HEAD too, as Django's `require_GET` views did
+    (HEAD stays out of the schema)."""
 
     def register(view: View) -> View:
-        router.get(path, **options)(view)
-        router.add_api_operation(path, ["HEAD"], view, auth=options["auth"],
-                                 include_in_schema=False)
+        on.get(path, **options)(view)
+        on.add_api_operation(path, ["HEAD"], view, auth=options["auth"],
+                             include_in_schema=False)
         return view
 
     return register
+
+
+def read(path: str, **options: Any) -> Callable[[View], View]:
+    """`read_on` this module's router."""
+    return read_on(router, path, **options)
 
 
 def request_body(model: type[schemas.Schema], content_type: str = "application/json",
@@ -92,13 +99,12 @@ def runs_create(request: HttpRequest) -> HttpResponse:
                             status=409)
     check = intake.check
     if check is None or not intake.ok:
-        if check is not None:
-            discard_staged(check.path)
+        intake.discard()
         return _issues(intake.issues, 400, "The file cannot be evaluated; see `issues`.")
     coverage = check.coverage_dict()
     warnings = [issue.to_dict() for issue in check.warnings]
     if request.POST.get("dry_run") in ("1", "true", "yes"):
-        discard_staged(check.path)
+        intake.discard()
         return JsonResponse({"coverage": coverage, "warnings": warnings,
                              "profile": check.options["profile"]})
     try:
@@ -106,7 +112,7 @@ def runs_create(request: HttpRequest) -> HttpResponse:
                          model_name=data["model_name"], model_meta=data["model_meta"],
                          visibility=data["visibility"])
     finally:
-        discard_staged(check.path)
+        intake.discard()
     return JsonResponse({
         "id": run.pk, "url": run.get_absolute_url(), "api_url": f"/api/runs/{run.pk}",
         "websocket": f"/ws/runs/{run.pk}/", "status": run.status, "coverage": coverage,
@@ -148,6 +154,26 @@ def runs_results(request: HttpRequest, run_id: int) -> HttpResponse:
     response = HttpResponse(body, content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-results.jsonl"'
     return response
+
+
+@read(
+    "/runs/{int:run_id}/matrix", auth=TOKEN_OR_SESSION, url_name="run_matrix",
+    operation_id="run_matrix", summary="The problem × sample × test matrix",
+    response=REFUSALS,
+    openapi_extra={"responses": {"200": {
+        "description": "`run` (what was evaluated, and how) and `problems`, each with its "
+                       "samples and, for each sample, the outcome of every test.",
+        "content": {"application/json": {"schema": {"type": "object", "required": [
+            "run", "problems"], "properties": {
+                "run": {"type": "object"},
+                "problems": {"type": "array", "items": {"type": "object"}}}}}}}}},
+)
+def runs_matrix(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run page's `matrix.json` download, for scripts: every sample's status and every
+    test's outcome, problem by problem."""
+    run = get_run_for_user(user=request.user, run_id=run_id)
+    # Whole rather than streamed, for the same reason as `runs_results`.
+    return HttpResponse("".join(matrix_json(run)), content_type="application/json")
 
 
 @read(

@@ -5,14 +5,18 @@ parameters, authentication, answers and an example `curl`. It reads the same sch
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from ninja import NinjaAPI
 
 METHODS = ("get", "post", "patch", "delete")
+PATH_PARAMETER = re.compile(r"\{[^}]*\}")
+"""`{run_id}`, `{suite_id}`...: an example id stands in for each in a `curl` line."""
 AUTH_TEXT = {
     "TokenAuth": "token",
     "SessionAuth": "signed-in session",
@@ -90,7 +94,7 @@ def _curl(*, base: str, method: str, path: str, body_type: str, example: dict[st
     elif body_type == "application/json":
         words += ["-H", shlex.quote("Content-Type: application/json"),
                   "-d", shlex.quote(json.dumps(example))]
-    words.append(shlex.quote(base + path.replace("{run_id}", "1")))
+    words.append(shlex.quote(base + PATH_PARAMETER.sub("1", path)))
     return " ".join(words)
 
 
@@ -145,10 +149,9 @@ def api_endpoints(*, schema: dict[str, Any], base: str) -> list[Endpoint]:
     return endpoints
 
 
-def api_page(request: HttpRequest) -> HttpResponse:
-    from webapp.runs.api_urls import workbench_api  # the page belongs to that API
-
-    schema = workbench_api.get_openapi_schema()
+def api_page(request: HttpRequest, api: NinjaAPI) -> HttpResponse:
+    """The page of `api` (`api_urls` passes the site's one API)."""
+    schema = api.get_openapi_schema()
     base = request.build_absolute_uri("/").rstrip("/")
     return render(request, "runs/api.html", {
         "schema": schema, "info": schema["info"],

@@ -1,6 +1,10 @@
 """The JSON API under `/api/`: django-ninja serves the operations of `api.router` (with
-`lifecycle_api`'s) and builds `/api/openapi.json` from them; `/api/` itself is the page
-for people (`api_docs`).
+`lifecycle_api`'s) and of the suites app's router, and builds `/api/openapi.json` from them;
+`/api/` itself is the page for people (`api_docs`).
+
+This module is where the site's one API is put together, so it is the only place in the runs
+app that names another app: the suites app builds on runs, never the other way round, and
+its router is mounted here by its import path.
 
 The error answers are the API's own shape, `{"error": ..., "message": ...}`, whatever
 raised them; ninja's defaults (`{"detail": ...}`) never reach a client.
@@ -51,6 +55,7 @@ workbench_api = NinjaAPI(
     urls_namespace="api", docs_url=None, openapi_url="/openapi.json",
 )
 workbench_api.add_router("", router)
+workbench_api.add_router("", "webapp.suites.api.router")
 
 
 @workbench_api.exception_handler(Unauthorized)
@@ -90,6 +95,7 @@ def _bad_parameter(request: HttpRequest, exc: SchemaError) -> HttpResponse:
 
 app_name = "api"
 urlpatterns = [
-    path("", api_docs.api_page, name="docs"),
+    # The page is handed the API it describes, so that api_docs need not import this module.
+    path("", api_docs.api_page, {"api": workbench_api}, name="docs"),
     *workbench_api.urls[0],
 ]

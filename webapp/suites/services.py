@@ -21,7 +21,7 @@ from webapp.benchmarks.models import Dataset
 from webapp.runs.intake import Intake, intake_file
 from webapp.runs.models import Run
 from webapp.runs.services import run_create
-from webapp.runs.uploads import HasIssues, Issue, discard_staged
+from webapp.runs.uploads import HasIssues, Issue
 from webapp.suites.models import Suite, SuiteRun
 from webapp.suites.selectors import suite_can_manage
 from webapp.teams.models import Membership, Team
@@ -217,5 +217,4 @@ def suite_upload(
         # Every staged copy goes, whatever happened: a run holds its samples in the
         # database, and a refused set must leave no file behind.
         for intake in intakes:
-            if intake.check is not None:
-                discard_staged(intake.check.path)
+            intake.discard()

@@ -111,6 +111,12 @@ def test_every_endpoint_answers_as_the_schema_says(
     api.check(Client().get(one), "get", run_path)  # 401
     api.check(owner.get(one + "/results"), "get", run_path + "/results")
     api.check(outsider.get(one + "/results"), "get", run_path + "/results")
+    matrix = api.check(owner.get(one + "/matrix"), "get", run_path + "/matrix").json()
+    page_download = client_for(personas.owner).get(f"/runs/{run_id}/export/matrix.json")
+    assert matrix == json.loads(b"".join(page_download.streaming_content))
+    assert matrix["problems"][0]["samples"]
+    api.check(outsider.get(one + "/matrix"), "get", run_path + "/matrix")
+    api.check(Client().get(one + "/matrix"), "get", run_path + "/matrix")
     api.check(owner.get("/api/datasets"), "get", "/api/datasets")
     api.check(Client().get("/api/datasets"), "get", "/api/datasets")
 
@@ -142,6 +148,48 @@ def test_every_endpoint_answers_as_the_schema_says(
     api.check(owner.post(one + "/restore"), "post", run_path + "/restore")
     api.check(owner.post(one + "/restore"), "post", run_path + "/restore")  # 404: not deleted
     api.check(owner.get(one + "/manifest"), "get", run_path + "/manifest")
+
+    suites, suite_path = "/api/suites", "/api/suites/{suite_id}"
+    add = suite_path + "/runs"
+    api.check(Client().post(suites, {"model_name": "m"}), "post", suites)  # 401
+    assert api.check(owner.post(suites, {"model_name": "", "decoding": "[1]"}),
+                     "post", suites).status_code == 400
+    made = api.check(owner.post(suites, {"model_name": "m-7b", "decoding": '{"n": 1}',
+                                         "team": "lab"}), "post", suites)
+    assert made.status_code == 201
+    mine = f"/api/suites/{made.json()['id']}"
+    api.check(owner.get(mine), "get", suite_path)
+    api.check(outsider.get(mine), "get", suite_path)  # 404
+    api.check(Client().get(mine), "get", suite_path)  # 401
+    api.check(Client().post(mine + "/runs", {"run": str(run_id)}), "post", add)  # 401
+    api.check(outsider.post(mine + "/runs", {"run": str(run_id)}), "post", add)  # 404
+    with samples_file.open("rb") as handle:  # a teammate sees the suite, may not change it
+        assert api.check(member.post(mine + "/runs", {"file": handle, "dataset": "humaneval/"
+                                                      "python/en", "dry_run": "1"}),
+                         "post", add).status_code == 403
+    with samples_file.open("rb") as handle:
+        assert api.check(owner.post(mine + "/runs", {"file": handle, "dataset": "humaneval/"
+                                                     "python/en", "dry_run": "1"}),
+                         "post", add).status_code == 200
+    with broken.open("rb") as handle:
+        refused = api.check(owner.post(mine + "/runs", {
+            "file": handle, "dataset": "humaneval/python/en"}), "post", add)
+    assert refused.json()["error"] == "invalid_files"
+    with samples_file.open("rb") as handle:  # a file with no dataset beside it
+        assert api.check(owner.post(mine + "/runs", {"file": handle}),
+                         "post", add).json()["fields"]["file"]
+    assert api.check(owner.post(mine + "/runs", {"run": "999999"}),
+                     "post", add).json()["fields"] == {"run": ["no run 999999"]}
+    with samples_file.open("rb") as handle:  # already evaluated: its run joins the suite
+        uploaded = api.check(owner.post(mine + "/runs", {
+            "file": handle, "dataset": "humaneval/python/en"}), "post", add).json()
+    assert [item["run"]["id"] for item in uploaded["files"]] == [run_id]
+    again = api.check(owner.post(mine + "/runs", {"run": str(run_id)}), "post", add)
+    assert "already has run" in again.json()["message"]
+    other = owner.post(suites, {"model_name": "m-7b"}).json()["id"]
+    attached = api.check(owner.post(f"/api/suites/{other}/runs", {"run": str(run_id)}),
+                         "post", add)
+    assert [item["id"] for item in attached.json()["runs"]] == [run_id]
 
     declared = {(method, path) for path, operations in spec["paths"].items()
                 for method in operations}

@@ -11,6 +11,7 @@ import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from tests.webapp.support import CRASH_1, RIGHT_0, WRONG_0, write_jsonl
 from webapp.stack import REPO_ROOT, Stack, free_port
 
 PASSWORD = "a-long-client-password"
+UPLOAD_LIMIT = 1_000_000
 SLOW = "    import time\n    time.sleep(90)\n    return False\n"
 
 
@@ -39,6 +41,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         "WORKBENCH_VAR_DIR": str(work / "var"), "EVALUATOR_SANDBOX": "none",
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(40), "DATABASE_URL": "", "REDIS_URL": "",
         "WORKBENCH_CHUNK_SAMPLES": "2", "EVALUATOR_TIMEOUT_SECONDS": "120",
+        "WORKBENCH_UPLOAD_MAX_BYTES": str(UPLOAD_LIMIT),
     }, port=free_port(), concurrency=1, log_dir=work / "logs")
     try:
         stack.prepare(static=False)
@@ -114,13 +117,33 @@ def test_invalid_file_prints_each_issue_on_its_line(site):
     assert any(line.startswith("  error: line 2, column ") for line in issue_lines), done.stderr
     assert any("line 3" in line and "humaneval_0" in line for line in issue_lines), done.stderr
     assert done.stdout == ""
+    assert "Traceback" not in done.stderr
 
 
-def test_unknown_dataset_is_a_usage_error(site):
-    done = submit("--server", site.stack.url, "--token", site.token, "--dataset", "nope/x",
-                  str(_samples(site, "ds.jsonl", "ds")))
+def test_a_file_over_the_servers_limit_is_refused_as_such_not_as_unreachable(site):
+    """The server answers 413 as soon as it reads the length, and closes: the client sees
+    that answer or only the reset, and must not call the server unreachable either way."""
+    big = site.work / "big.jsonl"
+    line = json.dumps({"task_id": "HumanEval/0", "completion": "    return 1\n" * 50}) + "\n"
+    big.write_text(line * (8 * UPLOAD_LIMIT // len(line)))
+    done = submit("--server", site.stack.url, "--token", site.token, str(big), "--wait")
+    assert done.returncode == ExitCode.INVALID_FILE, done.stderr
+    assert "larger than" in done.stderr
+    assert "cannot reach" not in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_unknown_dataset_is_a_usage_error_that_lists_the_valid_ones(site):
+    done = submit("--server", site.stack.url, "--token", site.token, "--dataset",
+                  "humaneval/pyhton/en", str(_samples(site, "ds.jsonl", "ds")), "--wait")
     assert done.returncode == ExitCode.USAGE
-    assert "dataset:" in done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == "error: the request was refused: Some fields are invalid."
+    assert "  dataset: No such dataset." in lines
+    # The server's own datasets, the closest to the mistyped key first, and where to look.
+    assert "  give --dataset one of: humaneval/python/en" in lines, done.stderr
+    assert f"{site.stack.url}/api/datasets" in done.stderr
+    assert done.stdout == ""
 
 
 @pytest.mark.parametrize("token", ["wb_nope_nope", ""])
@@ -128,14 +151,21 @@ def test_bad_or_missing_token_is_an_auth_failure(site, token):
     done = submit("--server", site.stack.url, "--token", token,
                   str(_samples(site, "auth.jsonl", "auth")))
     assert done.returncode == ExitCode.AUTH
-    assert ("unknown or has been revoked" if token else "WORKBENCH_TOKEN") in done.stderr
+    if token:
+        assert done.stderr == ("error: refused (401): The token is unknown or has been "
+                               "revoked.\n")
+    else:
+        assert "WORKBENCH_TOKEN" in done.stderr
 
 
-def test_unreachable_server(site):
-    done = submit("--server", f"http://127.0.0.1:{free_port()}", "--token", site.token,
-                  str(_samples(site, "down.jsonl", "down")), timeout=60)
+def test_unreachable_server_is_one_line_not_a_traceback(site):
+    down = f"http://127.0.0.1:{free_port()}"
+    done = submit("--server", down, "--token", site.token,
+                  str(_samples(site, "down.jsonl", "down")), "--wait", timeout=60)
     assert done.returncode == ExitCode.UNREACHABLE
-    assert "cannot reach http://127.0.0.1:" in done.stderr
+    assert done.stderr == (f"error: cannot reach {down}: connection refused; is the "
+                           "workbench running there?\n")
+    assert done.stdout == ""
 
 
 @pytest.mark.parametrize("args", [["--server", "ftp://example.invalid"],
@@ -148,11 +178,13 @@ def test_bad_arguments(site, args):
     assert done.stderr.startswith("error: ")
 
 
-def test_a_cancelled_run_ends_the_wait_with_its_own_code(site):
-    """Last in the module: the worker stays busy with the slow sample until the stack stops."""
-    path = write_jsonl(site.work / "slow.jsonl", [
-        {"task_id": "HumanEval/0", "completion": SLOW},
-        {"task_id": "HumanEval/1", "completion": SLOW},
+@contextmanager
+def waiting_on_a_slow_run(site: Site, tag: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """`submit --wait` of samples that sleep far longer than the test, and the id of its
+    run, read from the page URL the client prints first."""
+    path = write_jsonl(site.work / f"slow-{tag}.jsonl", [
+        {"task_id": "HumanEval/0", "completion": SLOW + f"    # {tag}\n"},
+        {"task_id": "HumanEval/1", "completion": SLOW + f"    # {tag}\n"},
     ])
     process = subprocess.Popen(
         [sys.executable, "-m", "evaluator", "submit", "--server", site.stack.url, "--token",
@@ -161,15 +193,58 @@ def test_a_cancelled_run_ends_the_wait_with_its_own_code(site):
     try:
         assert process.stderr is not None
         first = process.stderr.readline()
-        run_id = int(re.search(r"/runs/(\d+)/", first).group(1))
-        status, body = api(site.stack.url, site.token, f"/api/runs/{run_id}/cancel", fields={})
-        assert status == 200, body
-        out, err = process.communicate(timeout=120)
+        found = re.search(r"/runs/(\d+)/", first)
+        assert found, first
+        yield process, int(found.group(1))
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()
+
+
+def test_a_failed_run_ends_the_wait_with_its_reason_and_own_code(site):
+    """The worker stays busy with the slow sample (the next test's run waits in the queue,
+    which does not matter to it)."""
+    with waiting_on_a_slow_run(site, "fail") as (process, run_id):
+        # The way a worker gives up on a run, in the server's own process environment.
+        site.stack.manage("shell", "-c", (
+            "from webapp.runs.execution import run_fail; "
+            f"run_fail(run_id={run_id}, error='MemoryError: the worker ran out')"))
+        out, err = process.communicate(timeout=120)
+    assert process.returncode == ExitCode.RUN_FAILED, err
+    assert re.search(rf"^run {run_id} failed: ", out, re.MULTILINE)
+    assert "error: MemoryError: the worker ran out" in out
+    assert err.splitlines()[-1] == (f"error: run {run_id} failed: MemoryError: the worker ran "
+                                    "out (0 of 2 samples were evaluated)")
+    assert "Traceback" not in err
+
+
+def test_a_run_deleted_while_waiting_ends_the_wait_with_a_message(site):
+    with waiting_on_a_slow_run(site, "gone") as (process, run_id):
+        # The owner's delete, in one transaction: as `DELETE /api/runs/<id>` alone it would
+        # cancel the run first, and a poll in between would see it cancelled instead.
+        site.stack.manage("shell", "-c", (
+            "from django.db import transaction; from webapp.runs.models import Run; "
+            "from webapp.runs.lifecycle import run_delete; "
+            f"run = Run.objects.get(pk={run_id}); "
+            "transaction.atomic()(run_delete)(user=run.owner, run=run)"))
+        out, err = process.communicate(timeout=120)
+    assert process.returncode == ExitCode.UNEXPECTED, err
+    assert err.splitlines()[-1] == (f"error: run {run_id} is gone: deleted, or no longer "
+                                    "visible to this token")
+    assert out == ""
+
+
+def test_a_cancelled_run_ends_the_wait_with_its_own_code(site):
+    """Last in the module: the worker stays busy with the slow samples until the stack stops."""
+    with waiting_on_a_slow_run(site, "cancel") as (process, run_id):
+        status, body = api(site.stack.url, site.token, f"/api/runs/{run_id}/cancel", fields={})
+        assert status == 200, body
+        out, err = process.communicate(timeout=120)
     assert process.returncode == ExitCode.RUN_CANCELLED, err
     assert re.search(rf"^run {run_id} cancelled: ", out, re.MULTILINE)
+    assert err.splitlines()[-1] == (f"error: run {run_id} was cancelled (0 of 2 samples were "
+                                    "evaluated); its page can resume it")
     _, changes = api(site.stack.url, site.token, f"/api/runs/{run_id}/changes")
     assert [(c["field"], c["after"], c["by"]) for c in changes["changes"]] == [
         ("status", "cancelled", "pipeline")]

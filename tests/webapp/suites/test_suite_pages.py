@@ -217,6 +217,8 @@ def test_api_refuses_outsiders_and_missing_tokens(personas, filled_suite, token_
     assert outsider.get(url).status_code == 404
     assert outsider.post(url + "/runs", {"run": "1"}).status_code == 404
     assert token_client(personas.owner).get("/api/suites/999999").status_code == 404
+    assert token_client(personas.owner).head(url).status_code == 200  # as a plain GET view did
+    assert token_client(personas.owner).put(url).status_code == 405
     teammate = token_client(personas.teammate)
     run = filled_suite.runs.first()
     answer = teammate.post(url + "/runs", {"run": str(run.pk)})

@@ -11,8 +11,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from tests.webapp.suites.conftest import EN_TASKS, as_upload, canonical_records
 from tests.webapp.support import RIGHT_0, WRONG_0, write_jsonl
+from webapp.runs.intake import staging_dir
 from webapp.runs.models import Run
-from webapp.runs.uploads import staging_dir
 from webapp.suites.models import SuiteRun
 from webapp.suites.selectors import (
     get_suite_for_user,
