@@ -28,6 +28,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 ALL_QUEUES = ("default", *(f"eval-{language}" for language in language_names()))
 
 
+_UNBLOCK_AND_EXEC = (
+    "import os, signal, sys; "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM}); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+"""Run by each child before its program (`python -c ... PROGRAM ARGS`), in its place."""
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -86,10 +94,13 @@ class Stack:
             output = None
         # Each child leads its own process group, so stopping it also stops its pool. Ctrl-C
         # waits until the child is on record: one started but not yet known would be left.
+        # A child inherits the blocked mask through exec, and would then never see the
+        # SIGTERM that `stop` sends: it unblocks both before it becomes the program.
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             self.processes[name] = subprocess.Popen(
-                argv, env=self.child_env(), cwd=REPO_ROOT, stdout=output,
+                [sys.executable, "-c", _UNBLOCK_AND_EXEC, *argv],
+                env=self.child_env(), cwd=REPO_ROOT, stdout=output,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )
         finally:

@@ -39,6 +39,29 @@
   const chartData = $("run-chart-data") ? JSON.parse($("run-chart-data").textContent) : {};
   for (const bar of chartData.failures || []) failures.set(bar.status + "|" + (bar.error_type || ""), Object.assign({}, bar));
   const dirty = new Set();
+
+  // The table's show and status filters (kept in the URL), applied again as samples
+  // arrive: the server sent every row of a live table, hiding those that did not match
+  // yet (reports.run_problem_table, whose rules these are).
+  const tableFilter = config.table_filter || { show: "all", status: "" };
+  const statusesOf = new Map();  // task id -> the statuses its finished samples had
+  rows.forEach((row, taskId) => statusesOf.set(taskId, new Set((row.dataset.statuses || "").split(" ").filter(Boolean))));
+
+  function rowMatches(taskId, counts) {
+    if (tableFilter.status && !statusesOf.get(taskId).has(tableFilter.status)) return false;
+    if (tableFilter.show === "failing") return counts.c < counts.n;
+    if (tableFilter.show === "unsolved") return counts.c === 0;
+    if (tableFilter.show === "solved") return counts.c === counts.n;
+    return true;
+  }
+
+  function countShownRows() {
+    let shown = 0;
+    rows.forEach((row) => { if (!row.hidden) shown += 1; });
+    const count = document.querySelector("#problems-title .hint");  // "(shown of total)"
+    if (count) count.textContent = count.textContent.replace(/^\(\d+/, "(" + shown);
+    if ($("problems-none")) $("problems-none").hidden = shown > 0;
+  }
   let countedSeq = config.seq;
   let redrawPending = false;
 
@@ -75,6 +98,7 @@
     const k = config.table_k;
     if (k) setRate(row.querySelector('[data-cell="passk"]'), counts.n >= k ? passAtK(counts.n, counts.c, k) : null);
     if (counts.failure !== null) row.querySelector('[data-cell="failure"]').textContent = counts.failure;
+    row.hidden = !rowMatches(taskId, counts);
   }
 
   // For each k, the mean pass@k over the problems with at least k finished samples.
@@ -115,8 +139,10 @@
 
   function redraw() {
     redrawPending = false;
+    const filtered = dirty.size > 0;
     for (const taskId of dirty) drawRow(taskId);
     dirty.clear();
+    if (filtered) countShownRows();
     const charts = window.workbenchCharts;
     const curveNode = $("pass-at-k-chart");
     if (charts && curveNode && problems.size) {
@@ -154,6 +180,7 @@
       counts.n += 1;
       if (entry.status === "passed") counts.c += 1;
       else counts.failure = (entry.first_failure && (entry.first_failure.message || entry.first_failure.source)) || entry.status;
+      if (statusesOf.has(entry.task_id)) statusesOf.get(entry.task_id).add(entry.status);
       dirty.add(entry.task_id);
     }
     if (entry.status !== "passed" && config.samples_url) {
@@ -249,45 +276,24 @@
     }
   }
 
-  function testDots(tests, total) {
-    const list = document.createElement("span");
-    list.className = "tests-dots";
-    list.setAttribute("aria-label", tests.filter((t) => t.status === "passed").length + " of " + total + " tests passed");
-    for (const test of tests) {
-      const dot = text("span", "", "dot status-" + test.status);
-      dot.title = "#" + test.index + " " + test.status + ": " + test.source + (test.message ? " — " + test.message : "");
-      list.appendChild(dot);
-    }
-    return list;
+  // A log entry arrives drawn by the server (templates/runs/_log_entry.html, escaped there);
+  // it is parsed inertly, as a template's content, and inserted as it is.
+  function fromServer(html) {
+    const holder = document.createElement("template");
+    holder.innerHTML = html;
+    return holder.content.querySelector("li");
   }
 
-  function logEntry(entry, tests, total) {
-    const item = document.createElement("li");
-    item.className = "log-entry status-" + entry.status;
-    item.dataset.sample = entry.sample_id;
-    const link = text("a", entry.task_id + " #" + entry.completion_id);
-    link.href = entry.url;
-    item.appendChild(link);
-    item.appendChild(text("span", entry.status, "status status-" + entry.status));
-    item.appendChild(text("span", Math.round(entry.duration_ms) + " ms" + (entry.cached ? " · cached" : ""), "time"));
-    if (tests && tests.length) item.appendChild(testDots(tests, total));
-    if (entry.first_failure) {
-      const failure = document.createElement("span");
-      failure.className = "failure";
-      if (entry.first_failure.source) failure.appendChild(text("code", entry.first_failure.source.slice(0, 120)));
-      failure.appendChild(document.createTextNode(" " + (entry.first_failure.message || "").slice(0, 160)));
-      item.appendChild(failure);
-    }
-    return item;
-  }
-
-  function addLog(entry, tests, total) {
+  function addLog(entry) {
     showSandbox(entry.sandbox);
-    if (state.logged.has(entry.sample_id)) return;
+    if (state.logged.has(entry.sample_id)) return null;
     state.logged.add(entry.sample_id);
+    const item = fromServer(entry.html);
+    if (!item) return null;
     const log = $("log");
-    log.insertBefore(logEntry(entry, tests, total), log.firstChild);
+    log.insertBefore(item, log.firstChild);
     while (log.children.length > LOG_LIMIT) log.removeChild(log.lastChild);
+    return item;
   }
 
   function runningRow(sampleId, taskId, completionId) {
@@ -328,13 +334,15 @@
   function finished(event) {
     const entry = event.entry;
     const running = document.getElementById("running-" + entry.sample_id);
+    const item = addLog(entry);
     if (running) {
       // Its per-test outcomes, shown where it was running, then it moves to the log.
+      const dots = (item || fromServer(entry.html)).querySelector(".tests-dots");
       running.replaceChildren(text("span", entry.task_id + " #" + entry.completion_id, "task"),
-        text("span", entry.status, "status status-" + entry.status), testDots(event.tests, event.tests_total));
+        text("span", entry.status, "status status-" + entry.status));
+      if (dots) running.appendChild(dots.cloneNode(true));
       setTimeout(() => running.remove(), 1500);
     }
-    addLog(entry, event.tests, event.tests_total);
     applyProgress(event.progress, false);
     countSample(event);
   }
@@ -375,7 +383,7 @@
     snapshot(event) {
       applyProgress(event.progress, true);
       setStatus(event.status);
-      for (const entry of event.log) addLog(entry, null, 0);
+      for (const entry of event.log) addLog(entry);
       resetCounts(event);
       showScores(event.pass_at_k);
       if (FINAL.includes(event.status)) done(event.status);

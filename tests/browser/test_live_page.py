@@ -177,3 +177,45 @@ def test_the_table_curve_and_summary_follow_the_run_through_a_dropped_socket(
         assert page.locator("#summary-sandbox strong").inner_text() == "none"
         assert (_row(page, "HumanEval/0")["n"], _row(page, "HumanEval/2")["c"]) == ("4", "3")
         page.wait_for_function("document.getElementById('pass-at-k-chart').data !== undefined")
+
+
+def test_the_status_filter_shows_the_rows_that_come_to_match_live(browser: Any, stack: Stack):
+    work: Path = stack.work  # type: ignore[attr-defined]
+    first, rest = work / "filter-first", work / "filter-rest"
+    answers = [("HumanEval/0", RIGHT_0), ("HumanEval/0", WRONG_0), ("HumanEval/2", RIGHT_2)]
+    samples = [{"task_id": task_id,
+                "completion": GATED.format(gate=str(first if n == 0 else rest),
+                                           ran=str(work / f"filter-ran-{n}"), n=n) + answer}
+               for n, (task_id, answer) in enumerate(answers)]
+    path = write_jsonl(work / "filtered.jsonl", samples)
+    status, created = api(stack.url, stack.token, "/api/runs", file=path,  # type: ignore[attr-defined]
+                          fields={"dataset": "humaneval/python/en", "name": "live filter"})
+    assert status == 201, created
+    zero, two = ('#problem-table tr[data-task="HumanEval/0"]',
+                 '#problem-table tr[data-task="HumanEval/2"]')
+
+    with signed_in_page(browser, stack.url, timeout_ms=60_000) as page:
+        page.goto(f"/runs/{created['id']}/?status=failed")
+        page.wait_for_function("document.getElementById('live-state').textContent.includes('live')")
+        # Nothing failed yet: both rows are there, hidden, and the table says so.
+        assert page.locator(zero).is_hidden()
+        assert page.locator(two).is_hidden()
+        assert page.locator("#problems-none").is_visible()
+        assert _text(page, "#problems-title .hint") == "(0 of 2)"
+
+        # A passing sample of HumanEval/0 counts in its row, which stays hidden.
+        first.touch()
+        page.wait_for_function(f"{_cell('HumanEval/0', 'n')}.textContent === '1'")
+        assert page.locator(zero).is_hidden()
+
+        # Its failing sample arrives: the row shows; HumanEval/2, which only passes, does not.
+        rest.touch()
+        page.wait_for_function("document.getElementById('run-status').textContent === 'Finished'")
+        page.wait_for_function(f"{_cell('HumanEval/2', 'n')}.textContent === '1'")
+        page.wait_for_function(f"!document.querySelector('{zero}').hidden")
+        assert _row(page, "HumanEval/0")["n"] == "2"
+        assert page.locator(two).is_hidden()
+        assert page.locator("#problems-none").is_hidden()
+        assert _text(page, "#problems-title .hint") == "(1 of 2)"
+        assert page.url.endswith("?status=failed"), "the filter stays in the URL"
+        screenshot(page, "run_live_status_filter")

@@ -36,6 +36,16 @@ def _children_of(var_dir: Path) -> list[str]:
     return found
 
 
+def _blocks_stop_signals(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False  # gone meanwhile
+    blocked = int(next(line.split()[1] for line in status.splitlines()
+                       if line.startswith("SigBlk:")), 16)
+    return any(blocked & (1 << (number - 1)) for number in (signal.SIGINT, signal.SIGTERM))
+
+
 def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -84,6 +94,9 @@ def test_serve_stops_every_process_it_started(tmp_path, when, signals):
             started = " ".join(_children_of(var_dir))
             for part in ("uvicorn", "celery -A webapp worker", "celery -A webapp beat"):
                 assert part in started, (part, started)
+            # Each can receive the SIGTERM that stops it cleanly: none has it blocked.
+            for child in _children_of(var_dir):
+                assert not _blocks_stop_signals(int(child.split(":")[0])), child
         else:
             _wait_for(lambda: "celery -A webapp worker" in " ".join(_children_of(var_dir)),
                       serve, "bin/serve never started a worker")

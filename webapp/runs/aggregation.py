@@ -7,11 +7,10 @@ from collections import Counter, defaultdict
 
 import numpy as np
 from django.db import transaction
-from django.utils import timezone
 
 from evaluator.metrics import curve_with_ci, pass_at_k_array, pass_at_k_curve, reportable_ks
+from webapp.runs.execution import run_finish
 from webapp.runs.leases import Heartbeat, lease_end
-from webapp.runs.live import run_finished_record
 from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
 from webapp.runs.selectors import REPORTED_KS
 from webapp.runs.transient import db_retry
@@ -35,7 +34,9 @@ def run_finalize(*, run_id: int) -> bool:
     """Compute and store the scores of a run whose chunks are all done; then mark it finished.
 
     Claimed atomically (running -> aggregating) under a heartbeat lease, so only one caller
-    computes, and a caller that dies is replaced once its lease has passed.
+    computes, and a caller that dies is replaced once its lease has passed. The last step,
+    aggregating -> finished, is `execution.run_finish`, with the run's other worker-side
+    changes of state.
     """
     claimed = db_retry(lambda: Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
         status=Run.Status.AGGREGATING, lease_until=lease_end()
@@ -52,17 +53,7 @@ def run_finalize(*, run_id: int) -> bool:
         _score(run_id=run_id)
     if heartbeat.lost:
         return False
-
-    def finish() -> int:
-        with transaction.atomic():
-            finished = Run.objects.filter(pk=run_id, status=Run.Status.AGGREGATING).update(
-                status=Run.Status.FINISHED, finished_at=timezone.now(), lease_until=None
-            )
-            if finished:
-                run_finished_record(run_id=run_id)
-            return finished
-
-    return bool(db_retry(finish, what="finishing a run"))
+    return run_finish(run_id=run_id)
 
 
 def _score(*, run_id: int) -> None:

@@ -23,7 +23,7 @@ from django.db import DatabaseError
 from django.http import Http404
 from redis.exceptions import RedisError
 
-from webapp.runs.events import DurableEvent
+from webapp.runs.events import with_log_html
 from webapp.runs.live import run_group
 from webapp.runs.models import Run
 from webapp.runs.selectors import get_run_for_user, run_event_seq, run_events_after, run_snapshot
@@ -121,7 +121,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 await self._catch_up(self.sent_seq)
                 if seq <= self.sent_seq:
                     return
-            await self._send_durable(event)
+            await self._send_durable(with_log_html(event))
 
     async def run_access(self, message: dict[str, Any]) -> None:
         """The run was deleted, moved or made private: a viewer who may no longer see it is
@@ -133,14 +133,15 @@ class RunConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             self.ended = True
             await self.close(code=CLOSE_NOT_ALLOWED)
 
-    async def _send_durable(self, event: DurableEvent) -> None:
+    async def _send_durable(self, event: dict[str, Any]) -> None:
+        """Send a durable event whose log entry is drawn (`with_log_html`)."""
         await self.send_json(event)
         self.sent_seq = event["seq"]
         self.ended = self.ended or event["type"] == "run_finished"
 
     async def _send_snapshot(self) -> None:
         assert self.run is not None
-        snapshot = await database_sync_to_async(run_snapshot)(run=self.run)
+        snapshot = await database_sync_to_async(_drawn_snapshot)(self.run)
         await self.send_json(snapshot)
         self.sent_seq = snapshot["seq"]
         self.ended = snapshot["status"] not in Run.ACTIVE
@@ -148,9 +149,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def _catch_up(self, after: int) -> bool:
         """Send the durable events after `after`; False when too many were missed."""
         assert self.run is not None
-        events: list[DurableEvent] | None = await database_sync_to_async(run_events_after)(
-            run=self.run, after=after, limit=CATCH_UP_LIMIT
-        )
+        events = await database_sync_to_async(_drawn_events_after)(self.run, after)
         if events is None:
             return False
         self.sent_seq = max(self.sent_seq, after)
@@ -191,6 +190,17 @@ def _after(query_string: bytes) -> int | None:
     except ValueError:
         return None
     return after if after >= 0 else None
+
+
+def _drawn_snapshot(run: Run) -> dict[str, Any]:
+    return with_log_html(run_snapshot(run=run))
+
+
+def _drawn_events_after(run: Run, after: int) -> list[dict[str, Any]] | None:
+    # Drawn here, on the database thread, not on the socket's event loop: a catch-up may
+    # hold thousands of entries.
+    events = run_events_after(run=run, after=after, limit=CATCH_UP_LIMIT)
+    return None if events is None else [with_log_html(event) for event in events]
 
 
 def _visible_run(user: Any, run_id: int) -> Run:

@@ -15,14 +15,17 @@ that `sample_finished` does not carry again.
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, NotRequired, TypedDict
 
+from django.template.loader import render_to_string
 from django.urls import reverse
 
 from evaluator.records import SampleResult, TestOutcome, cap_text
 from evaluator.sandbox.levels import level_of_backend
 
 MAX_TESTS_IN_EVENT = 50
+LOG_ENTRY_TEMPLATE = "runs/_log_entry.html"
 
 
 class RunProgress(TypedDict):
@@ -72,6 +75,9 @@ class LogEntry(TypedDict):
     first_failure: FirstFailure | None
     url: str
     sandbox: SandboxShown | None
+    html: NotRequired[str]
+    """The entry drawn by `runs/_log_entry.html`, the log's one template, added as the event
+    is sent to a page (`with_log_html`)."""
 
 
 class ProblemCount(TypedDict):
@@ -185,6 +191,29 @@ def log_entry(*, run_id: int, sample_id: int, result: SampleResult) -> LogEntry:
         url=reverse("runs:sample", args=[run_id, sample_id]),
         sandbox=sandbox_shown(result),
     )
+
+
+def log_entry_html(entry: LogEntry, *, tests: Sequence[TestSummary] = (),
+                   tests_total: int = 0) -> str:
+    """`entry` drawn by the log's one template; with `tests`, its per-test dots too."""
+    return render_to_string(LOG_ENTRY_TEMPLATE, {
+        "entry": entry, "tests": tests, "tests_total": tests_total,
+        "tests_passed": sum(1 for test in tests if test["status"] == "passed"),
+    })
+
+
+def with_log_html(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The event as a run page receives it: each log entry in it carries its `html`, which
+    the page inserts as it is (`static/runs/run_live.js`). Drawn for the viewers, when an
+    event is sent to them, so a run that nobody watches spends nothing on it."""
+    drawn = dict(event)
+    if event["type"] == "sample_finished":
+        entry: LogEntry = event["entry"]
+        drawn["entry"] = {**entry, "html": log_entry_html(
+            entry, tests=event["tests"], tests_total=event["tests_total"])}
+    elif event["type"] == "snapshot":
+        drawn["log"] = [{**entry, "html": log_entry_html(entry)} for entry in event["log"]]
+    return drawn
 
 
 def sandbox_shown(result: SampleResult) -> SandboxShown | None:

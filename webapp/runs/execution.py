@@ -1,4 +1,5 @@
-"""The worker's side of a run: start it, evaluate its chunks, record results as they come.
+"""The worker's side of a run: start it, evaluate its chunks, record results as they come,
+fail it, and finish it once its scores are stored (`aggregation` computes them).
 
 A chunk is held by a heartbeat lease (`leases.Heartbeat`) and its results are written one
 sample at a time, each only while the sample is pending: a chunk that is delivered twice,
@@ -165,6 +166,22 @@ def run_fail(*, run_id: int, error: str) -> None:
                 status=Chunk.Status.CANCELLED
             )
             run_finished_record(run_id=run_id)
+
+
+def run_finish(*, run_id: int) -> bool:
+    """Mark a run whose scores are stored finished, and tell its viewers; False when it was
+    no longer aggregating (cancelled meanwhile, or finished by another caller)."""
+
+    def finish() -> int:
+        with transaction.atomic():
+            finished = Run.objects.filter(pk=run_id, status=Run.Status.AGGREGATING).update(
+                status=Run.Status.FINISHED, finished_at=timezone.now(), lease_until=None
+            )
+            if finished:
+                run_finished_record(run_id=run_id)
+            return finished
+
+    return bool(db_retry(finish, what="finishing a run"))
 
 
 def _claim(chunk_id: int, worker: str = WORKER_NAME) -> str | None:

@@ -1,6 +1,6 @@
 """Reads behind the exploration pages of a run: its summary, pass@k curves, the failure
-breakdown, the per-problem table, sample lists, one sample's tests, and the verdicts of
-runs on one problem.
+breakdown, the per-problem table, sample lists, and one sample's tests. The verdicts of
+runs on one problem are read by `webapp.explore.problem_selectors`.
 
 Every function here issues a fixed number of queries whatever the run's size: the
 per-problem numbers come from `ProblemResult` (computed once when the run finished) and
@@ -10,7 +10,7 @@ the breakdowns from one grouped query, never from a query per sample.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import CharField, Count, Q, QuerySet
@@ -23,7 +23,6 @@ from django.utils.http import urlencode
 from evaluator.records import STATUSES
 from evaluator.sandbox.base import wall_backstop
 from evaluator.sandbox.levels import level_of_backend
-from webapp.benchmarks.models import Dataset, Problem
 from webapp.query_params import BadQuery
 from webapp.runs.diffs import CharDiff, char_diff
 from webapp.runs.events import ProblemCount, SnapshotEvent
@@ -221,6 +220,24 @@ class ProblemTable:
     k: int | None
     """The larger reported k shown in the pass@k column (10 or 100), if n allows one."""
     total: int
+    hidden: frozenset[str] = frozenset()
+    """Rows of a live table that the filters hide for now: the page shows them once a
+    sample that arrives makes them match (a finished table leaves them out instead)."""
+
+    @property
+    def shown(self) -> int:
+        return len(self.rows) - len(self.hidden)
+
+
+def live_status_counts(*, run: Run, up_to_seq: int) -> dict[str, dict[str, int]]:
+    """Each problem's finished samples by status, up to event `up_to_seq`: what the status
+    filter of a live table starts from. One grouped query."""
+    counts: dict[str, dict[str, int]] = {}
+    finished = (Sample.objects.filter(run=run, seq__isnull=False, seq__lte=up_to_seq)
+                .order_by().values_list("task_id", "status").annotate(n=Count("pk")))
+    for task_id, status, n in finished:
+        counts.setdefault(task_id, {})[status] = n
+    return counts
 
 
 def evaluated_problem_rows(*, run: Run) -> list[ProblemRow]:
@@ -272,14 +289,20 @@ def stored_problem_rows(*, run: Run, k: int | None) -> list[ProblemRow]:
 
 def run_problem_table(*, run: Run, sort: str = "task", descending: bool = False,
                       query: str = "", show: str = "all", status: str = "",
-                      live: list[ProblemCount] | None = None) -> ProblemTable:
+                      live: list[ProblemCount] | None = None,
+                      live_statuses: dict[str, dict[str, int]] | None = None) -> ProblemTable:
     """The per-problem table; for a run still going, `live` (`run_problem_counts`) gives its
-    rows so far, which the page then updates from the live events."""
+    rows so far, which the page then updates from the live events, and `live_statuses`
+    (`live_status_counts`) their samples by status. A live table keeps the rows that the
+    show and status filters reject, hidden, so that the page can show them when they come
+    to match."""
     k = problem_table_k(run)
     if live is not None:
+        statuses = live_statuses or {}
         rows = [ProblemRow(number=row["number"], task_id=row["task_id"], n=row["n"], c=row["c"],
                            pass1=row["c"] / row["n"] if row["n"] else 0.0, passk=None,
-                           counts={}, top_failure="") for row in live]
+                           counts=statuses.get(row["task_id"], {}), top_failure="")
+                for row in live]
     else:
         rows = stored_problem_rows(run=run, k=k)
     if not rows and run.status in (Run.Status.CANCELLED, Run.Status.FAILED):
@@ -289,14 +312,12 @@ def run_problem_table(*, run: Run, sort: str = "task", descending: bool = False,
     if needle:
         rows = [row for row in rows if needle in row.task_id.lower()
                 or needle == str(row.number) or needle in row.top_failure.lower()]
-    if show == "failing":
-        rows = [row for row in rows if row.c < row.n]
-    elif show == "unsolved":
-        rows = [row for row in rows if row.c == 0]
-    elif show == "solved":
-        rows = [row for row in rows if row.c == row.n]
-    if status:
-        rows = [row for row in rows if row.counts.get(status, 0) > 0]
+    matching = [row for row in rows if _problem_matches(row, show=show, status=status)]
+    hidden: frozenset[str] = frozenset()
+    if live is not None:
+        hidden = frozenset(row.task_id for row in rows) - {row.task_id for row in matching}
+    else:
+        rows = matching
     keys = {
         "task": lambda row: (row.number,),
         "n": lambda row: (row.n, row.number),
@@ -306,7 +327,21 @@ def run_problem_table(*, run: Run, sort: str = "task", descending: bool = False,
         "failure": lambda row: (row.top_failure, row.number),
     }
     rows.sort(key=keys[sort], reverse=descending)
-    return ProblemTable(rows=rows, k=k, total=total)
+    return ProblemTable(rows=rows, k=k, total=total, hidden=hidden)
+
+
+def _problem_matches(row: ProblemRow, *, show: str, status: str) -> bool:
+    """The show and status filters of the per-problem table (`run_live.js` applies the
+    same rules to a live table's rows)."""
+    if status and row.counts.get(status, 0) <= 0:
+        return False
+    if show == "failing":
+        return row.c < row.n
+    if show == "unsolved":
+        return row.c == 0
+    if show == "solved":
+        return row.c == row.n
+    return True
 
 
 # -- what sanitizing changed ----------------------------------------------------------------
@@ -476,72 +511,6 @@ def sample_neighbours(*, sample: Sample) -> tuple[int | None, int | None]:
     after = same_task.filter(index__gt=sample.index).order_by("index").values_list(
         "pk", flat=True).first()
     return before, after
-
-
-# -- one problem across runs ----------------------------------------------------------------
-@dataclass
-class VerdictCell:
-    run_id: int
-    run_name: str
-    n: int
-    c: int
-    url: str
-    others: int = 0
-    """Older runs of the same model on the same dataset, not shown."""
-
-    @property
-    def rate(self) -> float:
-        return self.c / self.n if self.n else 0.0
-
-    @property
-    def verdict(self) -> str:
-        if self.c == self.n:
-            return "pass"
-        return "fail" if self.c == 0 else "mixed"
-
-
-@dataclass
-class VerdictGrid:
-    columns: list[Dataset]
-    rows: list[tuple[str, list[VerdictCell | None]]] = field(default_factory=list)
-
-
-def problem_verdict_grid(*, user: Viewer, problem: Problem,
-                         datasets: list[Dataset]) -> VerdictGrid:
-    """Every visible finished run's result on `problem`, as rows of models (newest run of
-    the model per dataset) by columns of variants (datasets)."""
-    column_of = {dataset.pk: i for i, dataset in enumerate(datasets)}
-    rows: dict[str, list[VerdictCell | None]] = {}
-    results = (
-        ProblemResult.objects.filter(
-            problem=problem,
-            run__in=visible_runs(user=user).filter(status=Run.Status.FINISHED),
-        )
-        .order_by("-run__created_at", "-run_id")
-        .values_list("run_id", "run__name", "run__model_name", "run__dataset_id", "n", "c")
-    )
-    for run_id, name, model, dataset_id, n, c in results:
-        if dataset_id not in column_of:
-            continue
-        cells = rows.setdefault(model or name, [None] * len(datasets))
-        column = column_of[dataset_id]
-        if cells[column] is not None:
-            cells[column].others += 1  # type: ignore[union-attr]
-            continue
-        url = reverse("runs:samples", args=[run_id]) + "?" + urlencode({"task": problem.task_id})
-        cells[column] = VerdictCell(run_id=run_id, run_name=name, n=n, c=c, url=url)
-    return VerdictGrid(columns=datasets, rows=sorted(rows.items(), key=lambda item: item[0]))
-
-
-def problem_pass_rates(
-    *, run_ids: list[int], problem_ids: list[int] | None = None
-) -> dict[tuple[int, int], tuple[int, int]]:
-    """(problem id, run id) -> (n, c) for the given runs, in one query."""
-    results = ProblemResult.objects.filter(run_id__in=run_ids)
-    if problem_ids is not None:
-        results = results.filter(problem_id__in=problem_ids)
-    return {(problem_id, run_id): (n, c) for problem_id, run_id, n, c in
-            results.values_list("problem_id", "run_id", "n", "c")}
 
 
 def finished_runs(*, user: Viewer, limit: int) -> list[Run]:

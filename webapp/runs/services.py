@@ -158,13 +158,25 @@ def _insert_samples(values: list[dict[str, Any]]) -> None:
            f"({', '.join(quote(f.column) for f in fields)}) "
            f"VALUES ({', '.join(['%s'] * len(fields))})")
     prepared = {f.attname: f for f in json_fields}
+    # Most samples carry no notes: their empty list is encoded once, not once a sample
+    # (encoding each was half of the insert's Python time for 16,400 samples).
+    empty = {f.attname: f.get_db_prep_save([], connection) for f in json_fields}
+    # Each row starts as a copy of the defaults, in column order, and takes the given values
+    # at their columns' places.
+    template = [defaults[f.attname] for f in fields]
+    place = {f.attname: i for i, f in enumerate(fields)}
     rows = []
     for value in values:
-        row = dict(defaults)
+        row = template.copy()
         for name, given in value.items():
             field = prepared.get(name)
-            row[name] = field.get_db_prep_save(given, connection) if field else given
-        rows.append([row[f.attname] for f in fields])
+            if field is None:
+                row[place[name]] = given
+            elif isinstance(given, list) and not given:
+                row[place[name]] = empty[name]
+            else:
+                row[place[name]] = field.get_db_prep_save(given, connection)
+        rows.append(row)
     with connection.cursor() as cursor:
         for start in range(0, len(rows), 2000):
             cursor.executemany(sql, rows[start:start + 2000])

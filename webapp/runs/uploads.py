@@ -1,37 +1,66 @@
-"""Generation files on their way in: streamed to disk under a size limit, then checked.
+"""Generation files on their way in: streamed to disk under a size limit and hashed as they
+arrive, then checked.
 
-Nothing here writes to the database. A file is checked by the evaluator's reader against
-the chosen dataset's problems; only a file without errors can become a run.
+Nothing here writes to the database or keeps a file: `intake` owns the staged copy. A file is
+checked by the evaluator's reader against the chosen dataset's problems; only a file without
+errors can become a run. A check can be written to JSON and read back (`check_to_json`),
+so a confirmation uses the check made at upload instead of reading the file again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import secrets
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
-from django.core import signing
-from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
-from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandler
+from django.core.files.uploadedfile import TemporaryUploadedFile
+from django.core.files.uploadhandler import (
+    FileUploadHandler,
+    StopUpload,
+    TemporaryFileUploadHandler,
+)
+from django.http import HttpRequest
 
 from evaluator.language_check import LanguageCheck, check_language
 from evaluator.languages.registry import display_name
 from evaluator.profiles import default_profile, get_profile
-from evaluator.records import HARNESS_VERSION
-from evaluator.samples import FileIssue, SampleFile, read_samples
+from evaluator.records import HARNESS_VERSION, Sample
+from evaluator.samples import Coverage, FileIssue, SampleFile, read_samples
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.runs.models import LEGACY_PROFILE
 
 ACCEPTED_SUFFIXES = (".jsonl", ".jsonl.gz")
 MAX_LINE_BYTES = 4 * 1024 * 1024
-STAGING_MAX_AGE = 3600
+
+
+class UploadRequest(HttpRequest):
+    """A request whose files `BoundedUploadHandler` reads: it says here when it stopped
+    reading because the file was too large. Only the handler sets the flag, so a request
+    that carried no file has none (`upload_was_too_large`)."""
+
+    upload_too_large: bool
+
+
+def upload_was_too_large(request: HttpRequest) -> bool:
+    return bool(getattr(request, "upload_too_large", False))
+
+
+class HashedUpload(TemporaryUploadedFile):
+    """An upload streamed to a temporary file, with the SHA-256 of its bytes taken as they
+    arrived, so the file is never read again just to hash it."""
+
+    def __init__(self, name: str, content_type: str, size: int, charset: str | None,
+                 content_type_extra: dict[str, str] | None = None) -> None:
+        super().__init__(name, content_type, size, charset, content_type_extra)
+        self.digest = hashlib.sha256()
+
+    @property
+    def sha256(self) -> str:
+        return self.digest.hexdigest()
 
 
 class BoundedUploadHandler(TemporaryFileUploadHandler):
@@ -39,22 +68,26 @@ class BoundedUploadHandler(TemporaryFileUploadHandler):
     stops reading once the size limit is passed (the view then says so)."""
 
     def new_file(self, *args: Any, **kwargs: Any) -> None:
-        super().new_file(*args, **kwargs)
-        self._digest = hashlib.sha256()
+        # The grandparent records the field and file names; the file object is ours, in
+        # place of the plain temporary file the parent would open.
+        FileUploadHandler.new_file(self, *args, **kwargs)
+        self.upload = HashedUpload(self.file_name or "", self.content_type or "", 0,
+                                   self.charset, self.content_type_extra)
+        self.file = self.upload
         self._size = 0
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
         self._size += len(raw_data)
         if self._size > settings.UPLOAD_MAX_BYTES:
-            self.request.upload_too_large = True  # type: ignore[attr-defined]
+            cast(UploadRequest, self.request).upload_too_large = True
             raise StopUpload(connection_reset=False)
-        self._digest.update(raw_data)
-        return super().receive_data_chunk(raw_data, start)  # type: ignore[no-any-return]
+        self.upload.digest.update(raw_data)
+        super().receive_data_chunk(raw_data, start)  # writes it to `self.upload`
+        return None
 
-    def file_complete(self, file_size: int) -> UploadedFile:
-        uploaded = super().file_complete(file_size)
-        uploaded.sha256 = self._digest.hexdigest()  # type: ignore[attr-defined]
-        return uploaded  # type: ignore[no-any-return]
+    def file_complete(self, file_size: int) -> HashedUpload:
+        super().file_complete(file_size)  # rewinds `self.upload` and records its size
+        return self.upload
 
 
 @dataclass(frozen=True)
@@ -185,6 +218,76 @@ class UploadCheck(HasIssues):
         }
 
 
+def check_to_json(check: UploadCheck) -> dict[str, Any]:
+    """What `check_from_json` needs to give the same check back, without the file."""
+    parsed = check.parsed
+    return {
+        "file_name": check.file_name, "sha256": check.sha256, "size": check.size,
+        "dataset": check.dataset.pk, "options": check.options,
+        "issues": [issue.to_dict() for issue in check.issues],
+        "parsed": None if parsed is None else {
+            "layout": parsed.layout,
+            "samples": [_sample_row(sample) for sample in parsed.samples],
+            "issues": [asdict(issue) for issue in parsed.issues],
+            "coverage": asdict(parsed.coverage),
+        },
+        "language": None if check.language is None else asdict(check.language),
+        "suggested": check.suggested.pk if check.suggested is not None else None,
+    }
+
+
+def check_from_json(data: dict[str, Any], *, path: Path) -> UploadCheck:
+    """The check `check_to_json` wrote, for the staged file at `path`. Raises
+    `Dataset.DoesNotExist` when its dataset was deleted meanwhile."""
+    parsed = data["parsed"]
+    suggested = data["suggested"]
+    return UploadCheck(
+        path=path, file_name=data["file_name"], sha256=data["sha256"], size=data["size"],
+        dataset=Dataset.objects.get(pk=data["dataset"]), options=data["options"],
+        issues=tuple(Issue(**issue) for issue in data["issues"]),
+        parsed=None if parsed is None else SampleFile(
+            layout=parsed["layout"],
+            samples=tuple(_sample_of(row) for row in parsed["samples"]),
+            issues=tuple(FileIssue(**issue) for issue in parsed["issues"]),
+            coverage=Coverage(**{**parsed["coverage"],
+                                 "missing_tasks": tuple(parsed["coverage"]["missing_tasks"])}),
+        ),
+        language=None if data["language"] is None else LanguageCheck(**data["language"]),
+        suggested=(Dataset.objects.filter(pk=suggested).first()
+                   if suggested is not None else None),
+    )
+
+
+_SAMPLE_FIELDS = tuple(f.name for f in fields(Sample))
+
+
+def _sample_row(sample: Sample) -> list[Any]:
+    # A row of values in field order, without the completion when it is the raw text (the
+    # usual case): a held check is about the size of the file, and quick to write.
+    row = [getattr(sample, name) for name in _SAMPLE_FIELDS]
+    if sample.completion == sample.raw:
+        row[_SAMPLE_FIELDS.index("completion")] = None
+    return row
+
+
+def _sample_of(row: list[Any]) -> Sample:
+    values = dict(zip(_SAMPLE_FIELDS, row, strict=True))
+    if values["completion"] is None:
+        values["completion"] = values["raw"]
+    return Sample(**{**values, "notes": tuple(values["notes"])})
+
+
+def check_allowing_language_mismatch(check: UploadCheck) -> UploadCheck:
+    """`check` as if `allow_language_mismatch` had been asked for with the upload: its
+    language issues said again as warnings (the user ticked the box on the confirm page)."""
+    if check.language is None:
+        return check
+    kept = tuple(issue for issue in check.issues
+                 if issue.code not in ("wrong_language", "language_unclear"))
+    allowed = _language_issues(check.language, check.dataset, check.suggested, True)
+    return replace(check, issues=kept + tuple(allowed))
+
+
 def has_accepted_suffix(name: str) -> bool:
     return name.lower().endswith(ACCEPTED_SUFFIXES)
 
@@ -253,73 +356,3 @@ def _language_issues(language: LanguageCheck, dataset: Dataset, suggested: Datas
 
 def _with(base: UploadCheck, issue: Issue) -> UploadCheck:
     return UploadCheck(**{**base.__dict__, "issues": (issue,)})
-
-
-# -- staging between the check and the confirmation ------------------------------------------
-def staging_dir() -> Path:
-    folder = Path(settings.UPLOAD_DIR) / "staged"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def stage_uploaded_file(uploaded: UploadedFile) -> tuple[Path, str, int]:
-    """Move an uploaded file into the staging folder; (path, sha256, size)."""
-    _sweep_staging()
-    suffix = ".jsonl.gz" if (uploaded.name or "").lower().endswith(".gz") else ".jsonl"
-    target = staging_dir() / f"{secrets.token_hex(16)}{suffix}"
-    if isinstance(uploaded, TemporaryUploadedFile):
-        uploaded.file.flush()
-        # Same folder tree, so a rename: a large upload is not copied. Django's temporary
-        # file tolerates its path having moved when it is closed.
-        os.replace(uploaded.temporary_file_path(), target)
-        digest = getattr(uploaded, "sha256", None) or file_sha256(target)
-    else:
-        with target.open("wb") as out:
-            for chunk in uploaded.chunks():
-                out.write(chunk)
-        digest = file_sha256(target)
-    return target, digest, target.stat().st_size
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _sweep_staging() -> None:
-    # Staged files that were never confirmed are removed after a day.
-    cutoff = time.time() - 86400
-    for path in staging_dir().iterdir():
-        try:
-            if path.stat().st_mtime < cutoff:
-                path.unlink()
-        except FileNotFoundError:
-            continue
-
-
-def discard_staged(path: Path) -> None:
-    if path.parent == staging_dir():
-        path.unlink(missing_ok=True)
-
-
-_SIGNING_SALT = "webapp.runs.staged-upload"
-
-
-def staged_token(payload: dict[str, Any]) -> str:
-    return signing.dumps(payload, salt=_SIGNING_SALT)
-
-
-def staged_payload(token: str) -> dict[str, Any] | None:
-    """The payload of a token made by `staged_token`, if genuine and under an hour old."""
-    try:
-        payload: dict[str, Any] = signing.loads(token, salt=_SIGNING_SALT, max_age=STAGING_MAX_AGE)
-    except signing.BadSignature:
-        return None
-    path = staging_dir() / os.path.basename(str(payload.get("staged", "")))
-    if not path.is_file():
-        return None
-    payload["path"] = path
-    return payload

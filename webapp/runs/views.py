@@ -12,7 +12,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluator.records import STATUSES
-from webapp.benchmarks.selectors import dataset_lookup
 from webapp.query_params import (
     BadQuery,
     handles_bad_query,
@@ -24,7 +23,14 @@ from webapp.query_params import (
 )
 from webapp.runs import exports
 from webapp.runs.forms import ConfirmForm, UploadForm
-from webapp.runs.intake import intake_file, intake_staged, too_large_issue, upload_was_too_large
+from webapp.runs.intake import (
+    StagedUploadRefused,
+    intake_file,
+    intake_hold,
+    intake_redeem,
+    too_large_issue,
+    upload_was_too_large,
+)
 from webapp.runs.lifecycle import duplicate_offer, run_lifecycle_context
 from webapp.runs.models import SAMPLE_STATUSES, RunMetric, Sample
 from webapp.runs.reports import (
@@ -34,6 +40,7 @@ from webapp.runs.reports import (
     SampleFilters,
     capped,
     check_task_id,
+    live_status_counts,
     overlay_candidates,
     run_curves,
     run_facts,
@@ -57,7 +64,6 @@ from webapp.runs.selectors import (
     visible_runs,
 )
 from webapp.runs.services import run_cancel, run_create, run_rerun
-from webapp.runs.uploads import discard_staged, file_sha256, staged_payload, staged_token
 from webapp.teams.selectors import teams_for_user
 
 
@@ -94,13 +100,9 @@ def upload(request: HttpRequest) -> HttpResponse:
         return render(request, "runs/upload.html",
                       {"form": form, "issues": intake.issues}, status=400)
     check = intake.check
-    token = staged_token({
-        "user": request.user.pk, "staged": check.path.name, "file_name": check.file_name,
-        "sha256": check.sha256, "size": check.size, "dataset": check.dataset.pk,
-        "sanitize": data["sanitize"], "profile": check.options["profile"],
+    token = intake_hold(intake, user=request.user, choices={
         "name": data["name"], "model_name": data["model_name"], "model_meta": data["model_meta"],
         "team": data["team"].slug, "visibility": data["visibility"],
-        "suggested": check.suggested.pk if check.suggested else None,
     })
     return render(request, "runs/upload_confirm.html", {
         "check": check,
@@ -119,40 +121,29 @@ def upload(request: HttpRequest) -> HttpResponse:
 @require_POST
 def upload_confirm(request: HttpRequest) -> HttpResponse:
     form = ConfirmForm(request.POST)
-    payload = staged_payload(form.data.get("token", "")) if form.is_valid() else None
-    if payload is None or payload.get("user") != request.user.pk:
+    if not form.is_valid():
         messages.error(request, "That upload has expired or was already used; upload it again.")
         return redirect("runs:upload")
-    path = payload["path"]
-    use = str(form.cleaned_data.get("use_dataset") or "")
-    switch = bool(use) and use == str(payload.get("suggested"))
-    dataset = dataset_lookup(reference=use if switch else str(payload["dataset"]))
-    team = teams_for_user(user=request.user).filter(slug=payload["team"]).first()
-    if dataset is None or team is None or file_sha256(path) != payload["sha256"]:
-        discard_staged(path)
-        messages.error(request, "That upload can no longer be used; upload it again.")
+    try:
+        intake, choices = intake_redeem(
+            form.cleaned_data["token"], user=request.user,
+            switch_to=str(form.cleaned_data.get("use_dataset") or ""),
+            allow_language_mismatch=form.cleaned_data["allow_language_mismatch"])
+    except StagedUploadRefused as refused:
+        messages.error(request, str(refused))
         return redirect("runs:upload")
-    intake = intake_staged(user=request.user, path=path, file_name=payload["file_name"],
-                           sha256=payload["sha256"], size=payload["size"], dataset=dataset,
-                           sanitize=payload["sanitize"],
-                           profile="" if switch else payload.get("profile", ""),
-                           allow_language_mismatch=form.cleaned_data["allow_language_mismatch"])
     if intake.duplicate is not None:
         return redirect(intake.duplicate)
-    if not intake.ok or intake.check is None:
-        discard_staged(path)
-        if intake.check is not None and intake.check.only_language_mismatch:
-            messages.error(request, "The generations look like another language than the "
-                           "dataset's: tick the box to evaluate them anyway.")
-            return redirect("runs:upload")
-        messages.error(request, "The file no longer passes its checks; upload it again.")
-        return redirect("runs:upload")
+    team = teams_for_user(user=request.user).filter(slug=choices["team"]).first()
     try:
+        if team is None or intake.check is None:
+            messages.error(request, "That upload can no longer be used; upload it again.")
+            return redirect("runs:upload")
         run = run_create(owner=request.user, team=team, check=intake.check,
-                         name=payload["name"], model_name=payload["model_name"],
-                         model_meta=payload["model_meta"], visibility=payload["visibility"])
+                         name=choices["name"], model_name=choices["model_name"],
+                         model_meta=choices["model_meta"], visibility=choices["visibility"])
     finally:
-        discard_staged(path)
+        intake.discard()
     return redirect(run)
 
 
@@ -178,8 +169,11 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
                                 "recovered_at", "sandbox_backend"])
     # A run still going shows its rows so far, which the page updates live.
     live_rows = snapshot["problems"] if run.is_active else None
+    live_statuses = (live_status_counts(run=run, up_to_seq=snapshot["seq"])
+                     if live_rows is not None and status else None)
     table = run_problem_table(run=run, sort=sort, descending=descending, query=text,
-                              show=show, status=status, live=live_rows)
+                              show=show, status=status, live=live_rows,
+                              live_statuses=live_statuses)
     metrics = run_pass_at_k(run=run, ks=run_reported_ks(run))
     failures = (run_failure_breakdown(run=run, up_to_seq=snapshot["seq"] if run.is_active else None)
                 if snapshot["progress"]["done"] else [])
@@ -210,8 +204,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         },
         "can_manage": run_can_manage(user=request.user, run=run),
         **run_lifecycle_context(run=run),
-        "live_config": run_live_config(run=run, snapshot=snapshot, table_k=table.k,
-                                       watching=request.user.is_authenticated),
+        "live_config": {**run_live_config(run=run, snapshot=snapshot, table_k=table.k,
+                                          watching=request.user.is_authenticated),
+                        "table_filter": {"show": show, "status": status}},
     })
 
 

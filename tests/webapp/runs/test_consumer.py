@@ -109,6 +109,8 @@ def test_events_of_an_evaluation_arrive_in_order(personas, unstarted_run):
     assert kinds[-1] == "run_finished"
     finished = [event for event in events if event["type"] == "sample_finished"]
     assert [event["progress"]["done"] for event in finished] == [1, 2, 3, 4]
+    for event in finished:  # each entry comes drawn by the log's template
+        assert f'data-sample="{event["entry"]["sample_id"]}"' in event["entry"]["html"]
     started = {e["sample_id"]: i for i, e in enumerate(events) if e["type"] == "sample_started"}
     assert started, "programs that run announce themselves"
     for sample_id, start in started.items():
@@ -144,4 +146,5 @@ def test_page_opened_mid_run_catches_up_from_the_database(personas, unstarted_ru
     assert snapshot["progress"]["done"] == 4
     assert len(snapshot["log"]) == 4
     assert snapshot["log"][0]["url"].startswith(f"/runs/{run.pk}/samples/")
+    assert all('class="log-entry' in entry["html"] for entry in snapshot["log"])
     assert [value["k"] for value in snapshot["pass_at_k"]] == [1], "k of 1, 10 and 100 only"

@@ -18,6 +18,7 @@ from django.test import Client
 
 from tests.webapp.support import WebsocketClient
 from webapp.runs import consumers, execution, live
+from webapp.runs.events import with_log_html
 from webapp.runs.models import Run
 from webapp.runs.routing import websocket_urlpatterns
 from webapp.runs.selectors import run_events_after
@@ -62,6 +63,11 @@ def _capture(monkeypatch, *, drop=lambda event: False) -> list[dict[str, Any]]:
 
 def _durable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [event for event in events if "seq" in event and event["type"] != "snapshot"]
+
+
+def _as_sent(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Emitted events as a page receives them: with their log entries drawn."""
+    return [_as_json(with_log_html(event)) for event in events]
 
 
 def test_durable_events_are_numbered_without_gaps_and_rebuilt_exactly(run, monkeypatch):
@@ -113,7 +119,7 @@ def test_a_viewer_that_reconnects_gets_exactly_what_it_missed(run, headers, monk
         return events
 
     received = async_to_sync(scenario)()
-    assert received == durable[seen:], "no snapshot, no duplicate, nothing missing"
+    assert received == _as_sent(durable[seen:]), "no snapshot, no duplicate, nothing missing"
 
 
 def test_events_the_layer_drops_are_sent_from_the_database(run, headers, monkeypatch):
@@ -141,7 +147,7 @@ def test_events_the_layer_drops_are_sent_from_the_database(run, headers, monkeyp
 
     received = _durable(async_to_sync(scenario)())
     assert dropped, "the test dropped something"
-    assert received == _durable(emitted), "every durable event, in order, once"
+    assert received == _as_sent(_durable(emitted)), "every durable event, in order, once"
 
 
 def test_a_dropped_last_event_is_sent_by_the_periodic_check(run, headers, monkeypatch):
@@ -160,7 +166,7 @@ def test_a_dropped_last_event_is_sent_by_the_periodic_check(run, headers, monkey
 
     received = _durable(async_to_sync(scenario)())
     assert received[-1]["type"] == "run_finished"
-    assert received == _durable(emitted)
+    assert received == _as_sent(_durable(emitted))
 
 
 def test_a_viewer_far_behind_gets_a_snapshot(run, headers, monkeypatch):

@@ -93,3 +93,49 @@ def test_a_finished_run_page_draws_nothing_live(personas, unstarted_run):
     # An anonymous viewer of someone else's run gets no live state either (and no 200 for
     # a private run).
     assert client_for(None).get(run.get_absolute_url()).status_code in (302, 404)
+
+
+def _row_tags(page: bytes) -> dict[str, str]:
+    return {match.group(1).decode(): match.group(0).decode()
+            for match in re.finditer(rb'<tr data-task="([^"]+)"[^>]*>', page)}
+
+
+def test_a_live_table_keeps_the_rows_its_filters_hide_for_now(personas, unstarted_run):
+    client = client_for(personas.owner)
+    run = unstarted_run("filtered")
+    # Queued, nothing finished: every row is there, hidden, and the page says none matches.
+    page = client.get(run.get_absolute_url() + "?status=failed").content
+    rows = _row_tags(page)
+    assert set(rows) == {"HumanEval/0", "HumanEval/1"}
+    assert all(tag.endswith(" hidden>") for tag in rows.values()), rows
+    assert re.search(rb'<tr id="problems-none">', page), "no problem matches yet"
+    assert b'Problems <span class="hint">(0 of 2)</span>' in page
+    assert _live_config(page)["table_filter"] == {"show": "all", "status": "failed"}
+
+    # Evaluated (HumanEval/0: one pass, one failure; HumanEval/1: two crashes), then seen
+    # as if still going: the rows that match show, the others stay, hidden, with the
+    # statuses the page adds to as samples arrive.
+    evaluate_run.delay(run.pk)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    page = client.get(run.get_absolute_url() + "?status=failed").content
+    rows = _row_tags(page)
+    assert not rows["HumanEval/0"].endswith(" hidden>"), rows
+    assert rows["HumanEval/1"].endswith(" hidden>"), rows
+    assert 'data-statuses="' in rows["HumanEval/0"]
+    assert "failed" in rows["HumanEval/0"]
+    assert b'<tr id="problems-none" hidden>' in page
+    page = client.get(run.get_absolute_url() + "?show=solved").content
+    assert all(tag.endswith(" hidden>") for tag in _row_tags(page).values())
+
+    # Finished, the same filter leaves the rows out, as before.
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.FINISHED)
+    page = client.get(run.get_absolute_url() + "?status=failed").content
+    assert set(_row_tags(page)) == {"HumanEval/0"}
+    assert not _row_tags(page)["HumanEval/0"].endswith(" hidden>")
+
+
+def test_an_unknown_table_filter_is_refused(personas, unstarted_run):
+    run = unstarted_run("refused")
+    client = client_for(personas.owner)
+    assert client.get(run.get_absolute_url() + "?status=exploded").status_code == 400
+    assert client.get(run.get_absolute_url() + "?show=sometimes").status_code == 400

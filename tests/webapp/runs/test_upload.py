@@ -13,8 +13,9 @@ import pytest
 from django.test import Client
 
 from tests.webapp.support import RIGHT_0, client_for, small_samples, write_jsonl
+from webapp.runs.intake import staging_dir
 from webapp.runs.models import Chunk, Run, Sample
-from webapp.runs.uploads import MAX_LINE_BYTES, staging_dir
+from webapp.runs.uploads import MAX_LINE_BYTES
 
 
 def assert_nothing_stored() -> None:

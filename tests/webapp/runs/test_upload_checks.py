@@ -18,8 +18,9 @@ from tests.polyglot import LANGUAGES, generations, require_parser, write_dataset
 from tests.webapp.support import RIGHT_0, client_for, write_jsonl
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
+from webapp.runs.intake import staging_dir
 from webapp.runs.models import Run, Sample
-from webapp.runs.uploads import MAX_LINE_BYTES, staging_dir
+from webapp.runs.uploads import MAX_LINE_BYTES
 
 
 def assert_nothing_stored() -> None:
