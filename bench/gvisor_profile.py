@@ -47,7 +47,8 @@ from evaluator.records import RunOptions, Sample  # noqa: E402
 from evaluator.samples import read_samples  # noqa: E402
 from evaluator.sandbox import gvisor  # noqa: E402
 from evaluator.sandbox import session as session_module  # noqa: E402
-from evaluator.sandbox.base import Mount, SandboxLimits, get_backend  # noqa: E402
+from evaluator.sandbox.backends import get_backend  # noqa: E402
+from evaluator.sandbox.base import Mount, SandboxLimits  # noqa: E402
 from evaluator.sandbox.session import RunnerSession  # noqa: E402
 
 PHASES = ("scratch", "pipes", "fork", "run", "sweep", "drain", "empty")

@@ -41,7 +41,8 @@ from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
 from evaluator.records import RunOptions, Sample  # noqa: E402
-from evaluator.sandbox.base import SandboxError, SandboxLimits, get_backend  # noqa: E402
+from evaluator.sandbox.backends import get_backend  # noqa: E402
+from evaluator.sandbox.base import SandboxError, SandboxLimits  # noqa: E402
 from evaluator.sandbox.levels import level_of_backend  # noqa: E402
 
 SHARED = Path(os.environ.get("WORKBENCH_SHARED",

@@ -33,7 +33,8 @@ from bench.common import load_average, shared_dir  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
 from evaluator.records import RunOptions, Sample  # noqa: E402
-from evaluator.sandbox.base import SandboxError, SandboxLimits, get_backend  # noqa: E402
+from evaluator.sandbox.backends import get_backend  # noqa: E402
+from evaluator.sandbox.base import SandboxError, SandboxLimits  # noqa: E402
 from evaluator.sandbox.levels import level_of_backend  # noqa: E402
 from evaluator.sandbox.session import RunnerSession  # noqa: E402
 

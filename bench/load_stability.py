@@ -50,7 +50,8 @@ from evaluator.languages import get_language  # noqa: E402
 from evaluator.languages.python import HARNESS_JOB  # noqa: E402
 from evaluator.records import Problem, RunOptions, Sample, SampleResult  # noqa: E402
 from evaluator.samples import read_samples  # noqa: E402
-from evaluator.sandbox.base import SandboxLimits, get_backend  # noqa: E402
+from evaluator.sandbox.backends import get_backend  # noqa: E402
+from evaluator.sandbox.base import SandboxLimits  # noqa: E402
 from evaluator.sandbox.session import RunnerSession  # noqa: E402
 
 FIXED_WORK = "n = 0\nfor i in range(12_000_000):\n    n += i\n"

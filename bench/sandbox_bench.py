@@ -27,7 +27,8 @@ from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
 from evaluator.records import Problem, RunOptions, Sample  # noqa: E402
-from evaluator.sandbox.base import SandboxError, SandboxLimits, get_backend  # noqa: E402
+from evaluator.sandbox.backends import get_backend  # noqa: E402
+from evaluator.sandbox.base import SandboxError, SandboxLimits  # noqa: E402
 from evaluator.sandbox.session import RunnerSession  # noqa: E402
 
 LIMITS = SandboxLimits(wall_seconds=3.0, cpu_seconds=3.0)

@@ -422,8 +422,8 @@ def command_sandbox(args: argparse.Namespace) -> int:
     --calibrate, measure again (replacing the cached calibration)."""
     from functools import partial
 
-    from evaluator.sandbox.base import probe_levels
-    from evaluator.sandbox.calibration import calibrated, decide
+    from evaluator.calibration import calibrated, decide
+    from evaluator.sandbox.backends import probe_levels
     from evaluator.sandbox.levels import LEVELS
 
     working, unavailable = probe_levels()

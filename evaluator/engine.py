@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict
 
+from evaluator.calibration import resolve_backend
 from evaluator.defects import apply_patches
 from evaluator.exclusive import SharedExclusiveLock
 from evaluator.languages import get_language
@@ -45,7 +46,7 @@ from evaluator.records import (
     TestOutcome,
     content_hash,
 )
-from evaluator.sandbox.base import RUNTIME_DIR, Backend, SandboxError, SandboxLimits, get_backend
+from evaluator.sandbox.base import RUNTIME_DIR, Backend, SandboxError, SandboxLimits
 from evaluator.sandbox.session import RunnerDied, RunnerSession
 
 log = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ class Engine:
     @property
     def backend(self) -> Backend:
         if self._backend is None:
-            self._backend = get_backend(self.config.backend)
+            self._backend = resolve_backend(self.config.backend)
         return self._backend
 
     def close(self) -> None:

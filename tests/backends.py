@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from evaluator.sandbox.base import SandboxError, get_backend
+from evaluator.sandbox.backends import get_backend
+from evaluator.sandbox.base import SandboxError
 
 _availability: dict[str, str | None] = {}
 

@@ -13,15 +13,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
-
-if TYPE_CHECKING:
-    from evaluator.sandbox.calibration import Decision
+from typing import Any, ClassVar
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 """Standard-library-only files that run inside the sandbox (the runner, the harnesses)."""
@@ -185,106 +181,3 @@ class Backend(ABC):
             return None
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-
-
-_REGISTRY: dict[str, type[Backend]] = {}
-_auto_choice: Backend | None = None
-_auto_decision: Decision | None = None
-_auto_reasons: dict[str, str] = {}
-_auto_lock = threading.Lock()
-
-
-def register(backend: type[Backend]) -> type[Backend]:
-    _REGISTRY[backend.name] = backend
-    return backend
-
-
-def backend_names() -> list[str]:
-    _load_backends()
-    return sorted(_REGISTRY)
-
-
-def _load_backends() -> None:
-    # Imported here so each backend module registers itself; a backend whose module
-    # fails to import (a missing optional dependency) is simply not offered.
-    from evaluator.sandbox import none  # noqa: F401
-
-    for module in ("bwrap", "gvisor"):
-        try:
-            __import__(f"evaluator.sandbox.{module}")
-        except ImportError:
-            continue
-
-
-def _probe(backend_name: str) -> tuple[Backend | None, str | None]:
-    cls = _REGISTRY.get(backend_name)
-    if cls is None:
-        return None, "its module could not be imported"
-    backend = cls()
-    reason = backend.probe()
-    return (backend, None) if reason is None else (None, reason)
-
-
-def get_backend(name: str = "auto") -> Backend:
-    """The backend of level or backend `name` (`levels.get_level`), or for `auto` the
-    level `calibration.decide` picks here. The backend's `chosen` says which way.
-
-    `auto` probes each backend and decides once per process; the calibration it may
-    need is cached per machine.
-    """
-    from evaluator.sandbox.levels import AUTO, get_level
-
-    global _auto_choice, _auto_decision
-    _load_backends()
-    if name != AUTO:
-        try:
-            level = get_level(name)
-        except ValueError as exc:
-            raise SandboxError(str(exc)) from None
-        backend, reason = _probe(level.backend)
-        if backend is None:
-            raise SandboxError(f"sandbox {name!r} ({level.name}: the {level.backend} backend) "
-                               f"does not work here: {reason}")
-        return backend
-    with _auto_lock:
-        if _auto_choice is None:
-            from evaluator.sandbox.calibration import decide
-
-            working, unavailable = probe_levels()
-            for name, reason in unavailable.items():
-                _auto_reasons[get_level(name).backend] = reason
-            if not working:
-                raise SandboxError("no sandbox backend works here")
-            decision = decide(working, unavailable)
-            choice = working[decision.level]
-            choice.chosen = decision.reason
-            _auto_decision = decision
-            _auto_choice = choice
-        return _auto_choice
-
-
-def probe_levels() -> tuple[dict[str, Backend], dict[str, str]]:
-    """Every level's backend tried once: (working backends, why the others fail), by level."""
-    from evaluator.sandbox.levels import LEVELS
-
-    _load_backends()
-    working: dict[str, Backend] = {}
-    unavailable: dict[str, str] = {}
-    for level in LEVELS:
-        backend, reason = _probe(level.backend)
-        if backend is not None:
-            working[level.name] = backend
-        else:
-            unavailable[level.name] = reason or "unknown"
-    return working, unavailable
-
-
-def auto_reasons() -> dict[str, str]:
-    """Why `auto` could not use each backend it passed over, by backend name (empty
-    until `auto` has chosen)."""
-    return dict(_auto_reasons)
-
-
-def auto_decision() -> Decision | None:
-    """`auto`'s decision in this process, with its measurements (None until it chose)."""
-    return _auto_decision

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from evaluator.sandbox.base import Backend, LaunchSpec, register
+from evaluator.sandbox.base import Backend, LaunchSpec
 from evaluator.sandbox.rootfs import (
     SANDBOX_GID,
     SANDBOX_PATH,
@@ -64,7 +64,6 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
-@register
 class BwrapBackend(Backend):
     name = "bwrap"
     strength = 20

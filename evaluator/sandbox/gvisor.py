@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from evaluator.sandbox.base import Backend, LaunchSpec, register
+from evaluator.sandbox.base import Backend, LaunchSpec
 from evaluator.sandbox.rootfs import (
     SANDBOX_GID,
     SANDBOX_PATH,
@@ -90,7 +90,6 @@ def file_access_flags() -> list[str]:
     return ["--directfs=false"] if "-directfs" in _flags() else []
 
 
-@register
 class GvisorBackend(Backend):
     name = "gvisor"
     strength = 30

@@ -2,7 +2,7 @@
 
 This table is the one place that says what `strict`, `standard` and `none` mean.
 `--sandbox`, `EVALUATOR_SANDBOX` and the web app's setting accept a level, a backend
-name (the older spelling), or `auto`, which lets `evaluator.sandbox.calibration` pick a
+name (the older spelling), or `auto`, which lets `evaluator.calibration` pick a
 level on this machine.
 """
 

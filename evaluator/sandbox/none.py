@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from evaluator.sandbox.base import Backend, LaunchSpec, register
+from evaluator.sandbox.base import Backend, LaunchSpec
 
 WARNING = (
     "\n*** WARNING: sandbox backend 'none' runs untrusted model-generated code directly on "
@@ -18,7 +18,6 @@ WARNING = (
 )
 
 
-@register
 class NoneBackend(Backend):
     name = "none"
     strength = 0

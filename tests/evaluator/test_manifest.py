@@ -23,7 +23,8 @@ from evaluator.manifest import (
     toolchain_version,
 )
 from evaluator.records import HARNESS_VERSION, RunOptions, Sample
-from evaluator.sandbox.base import SandboxError, SandboxLimits, get_backend
+from evaluator.sandbox.backends import get_backend
+from evaluator.sandbox.base import SandboxError, SandboxLimits
 from evaluator.sanitize import SANITIZER_VERSION
 from tests.evaluator.test_cli import run_cli
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.sandbox.base import Mount, get_backend
+from evaluator.sandbox.backends import get_backend
+from evaluator.sandbox.base import Mount
 from evaluator.sandbox.session import RunnerSession
 from tests.evaluator.sandbox.python_jobs import PYTHON_ENV, PYTHON_MOUNTS
 

@@ -7,8 +7,8 @@ import shutil
 import pytest
 from sandbox_programs import LIMITS, REAL_BACKENDS, backend_reason, observed, python
 
-from evaluator.sandbox import base
-from evaluator.sandbox.base import get_backend
+from evaluator import calibration
+from evaluator.sandbox.backends import get_backend
 from evaluator.sandbox.bwrap import BwrapBackend
 from evaluator.sandbox.gvisor import GvisorBackend
 from evaluator.sandbox.session import RunnerSession
@@ -23,10 +23,11 @@ def test_auto_uncalibrated_chooses_the_strongest_backend_that_works(
     if not working:
         pytest.skip("no real backend works here")
     monkeypatch.setenv("EVALUATOR_AUTO_CALIBRATION", "off")
-    monkeypatch.setattr(base, "_auto_choice", None)
-    monkeypatch.setattr(base, "_auto_decision", None)
-    assert get_backend("auto").name == working[0]
-    assert get_backend("auto") is get_backend("auto")  # tried once, then cached
+    monkeypatch.setattr(calibration, "_auto_choice", None)
+    monkeypatch.setattr(calibration, "_auto_decision", None)
+    assert calibration.resolve_backend("auto").name == working[0]
+    # Tried once, then cached.
+    assert calibration.resolve_backend("auto") is calibration.resolve_backend("auto")
 
 
 def test_a_missing_tool_is_named_in_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,11 +39,11 @@ def test_a_missing_tool_is_named_in_the_reason(monkeypatch: pytest.MonkeyPatch) 
 def test_auto_passes_over_a_broken_backend_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     if backend_reason("bwrap") is not None:
         pytest.skip("bwrap does not work here")
-    monkeypatch.setattr(base, "_auto_choice", None)
-    monkeypatch.setattr(base, "_auto_reasons", {})
+    monkeypatch.setattr(calibration, "_auto_choice", None)
+    monkeypatch.setattr(calibration, "_auto_reasons", {})
     monkeypatch.setattr(GvisorBackend, "probe", lambda self: "broken on purpose")
-    assert get_backend("auto").name == "bwrap"
-    assert base.auto_reasons() == {"gvisor": "broken on purpose"}
+    assert calibration.resolve_backend("auto").name == "bwrap"
+    assert calibration.auto_reasons() == {"gvisor": "broken on purpose"}
 
 
 @pytest.mark.parametrize("name", REAL_BACKENDS)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sandbox_programs import LIMITS, Sandbox, observed, python, status_of
 
-from evaluator.sandbox.base import get_backend
+from evaluator.sandbox.backends import get_backend
 from evaluator.sandbox.session import RunnerSession
 from tests.evaluator.sandbox.python_jobs import PYTHON_ENV, PYTHON_MOUNTS, python_job
 

@@ -17,11 +17,6 @@ REPO = Path(__file__).resolve().parents[3]
 LANGUAGES = REPO / "evaluator" / "languages"
 SCANNED = (*sorted((REPO / "evaluator" / "sandbox").rglob("*.py")),
            REPO / "evaluator" / "engine.py")
-EXEMPT = {
-    # It measures the levels on a fixed workload, HumanEval's Python programs, prepared
-    # by the Python language: a benchmark that lives beside the sandbox, not its machinery.
-    "evaluator/sandbox/calibration.py",
-}
 WORDS = re.compile("pyharness|numpy", re.IGNORECASE)
 """What no string or name of the sandbox or the engine may contain."""
 
@@ -161,8 +156,6 @@ def test_the_sandbox_and_the_engine_name_no_language() -> None:
     report = {}
     for path in SCANNED:
         relative = path.relative_to(REPO).as_posix()
-        if relative in EXEMPT:
-            continue
         found = findings(path.read_text(encoding="utf-8"), known)
         if found:
             report[relative] = found

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sandbox_programs import LIMITS, Sandbox
 
-from evaluator.sandbox.base import get_backend
+from evaluator.sandbox.backends import get_backend
 from evaluator.sandbox.session import RunnerSession
 from tests.backends import require_backend
 from tests.evaluator.sandbox.python_jobs import PYTHON_ENV, PYTHON_MOUNTS, python_job

@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 from sandbox_programs import REPO_ROOT, backend_reason
 
+from evaluator import calibration
+from evaluator.calibration import Calibration, choose_level, decide
 from evaluator.records import SampleResult, SandboxInfo
-from evaluator.sandbox import base, calibration
-from evaluator.sandbox.base import Backend, SandboxError, get_backend
-from evaluator.sandbox.calibration import Calibration, choose_level, decide
+from evaluator.sandbox import backends
+from evaluator.sandbox.backends import get_backend
+from evaluator.sandbox.base import Backend, SandboxError
 from evaluator.sandbox.levels import LEVELS, SANDBOX_CHOICES, get_level
 
 
@@ -29,9 +31,9 @@ def a_calibration(**ratios: float) -> Calibration:
 @pytest.fixture
 def fresh_auto(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """`auto` undecided in this process, with its calibration cache in a fresh directory."""
-    monkeypatch.setattr(base, "_auto_choice", None)
-    monkeypatch.setattr(base, "_auto_decision", None)
-    monkeypatch.setattr(base, "_auto_reasons", {})
+    monkeypatch.setattr(calibration, "_auto_choice", None)
+    monkeypatch.setattr(calibration, "_auto_decision", None)
+    monkeypatch.setattr(calibration, "_auto_reasons", {})
     monkeypatch.setenv("EVALUATOR_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv(calibration.CALIBRATION_ENV, raising=False)
     return tmp_path / "sandbox-calibration"
@@ -40,7 +42,7 @@ def fresh_auto(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 # -- names ----------------------------------------------------------------------------------
 def test_each_level_names_a_registered_backend() -> None:
     assert [level.name for level in LEVELS] == ["strict", "standard", "none"]
-    assert {level.backend for level in LEVELS} <= set(base.backend_names())
+    assert {level.backend for level in LEVELS} <= set(backends.backend_names())
 
 
 @pytest.mark.parametrize(("name", "level"), [
@@ -56,6 +58,11 @@ def test_levels_and_backend_names_both_work(name: str, level: str) -> None:
 def test_an_unknown_name_is_refused_with_the_choices(name: str) -> None:
     with pytest.raises(SandboxError, match="strict, standard, none"):
         get_backend(name)
+
+
+def test_the_sandbox_leaves_auto_to_the_calibration_above_it() -> None:
+    with pytest.raises(SandboxError, match="evaluator.calibration.resolve_backend"):
+        get_backend("auto")
 
 
 def test_a_backend_asked_for_by_level_says_it_was_requested() -> None:
@@ -192,15 +199,15 @@ def test_auto_with_calibration_off_reports_its_choice_on_the_backend(
     fresh_auto: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(calibration.CALIBRATION_ENV, "off")
-    backend = get_backend("auto")
+    backend = calibration.resolve_backend("auto")
     working = [level.name for level in LEVELS
                if level.name == "none" or backend_reason(level.backend) is None]
     assert backend.level == working[0]
     assert backend.chosen.startswith("auto: ")
-    decision = base.auto_decision()
+    decision = calibration.auto_decision()
     assert decision is not None
     assert decision.level == backend.level
-    assert get_backend("auto") is backend  # decided once per process
+    assert calibration.resolve_backend("auto") is backend  # decided once per process
     assert not fresh_auto.exists()
 
 
@@ -348,8 +355,8 @@ def test_a_real_calibration_measures_every_isolating_level_and_decides(
     when = dt.datetime.fromisoformat(measured.measured_at)
     assert abs(dt.datetime.now(dt.UTC) - when) < dt.timedelta(minutes=10)
 
-    backend = get_backend("auto")
-    decision = base.auto_decision()
+    backend = calibration.resolve_backend("auto")
+    decision = calibration.auto_decision()
     assert decision is not None
     assert backend.level == decision.level in isolating
     assert backend.chosen == decision.reason

