@@ -16,6 +16,11 @@ ENV DEBIAN_FRONTEND=noninteractive \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
+# gVisor's runsc comes from trixie, pinned to its 2024-07-29 build (the systrap platform),
+# and nothing else does: trixie's other packages are pinned out (deploy/apt/).
+COPY deploy/apt/trixie-runsc.sources /etc/apt/sources.list.d/
+COPY deploy/apt/trixie-runsc.pref /etc/apt/preferences.d/
+
 # Debian's python3 is 3.11 on bookworm: the app runs on it, and the sandboxed runner uses
 # /usr/bin/python3 inside the sandbox, and preloads numpy there for the programs that import
 # it. util-linux brings setpriv, which bubblewrap needs when the worker runs as root.

@@ -527,6 +527,30 @@ def test_the_image_installs_what_ci_installs_for_toolchains_and_sandboxes():
     assert not missing, f"CI installs {sorted(missing)} but the Dockerfile does not"
 
 
+def test_runsc_alone_comes_from_trixie_pinned_in_the_image_and_in_ci():
+    apt = REPO_ROOT / "deploy" / "apt"
+    pref = (apt / "trixie-runsc.pref").read_text()
+    assert "Package: *\nPin: release n=trixie\nPin-Priority: -1\n" in pref
+    pinned = re.search(r"Package: runsc\nPin: version (\S+)-\*\nPin-Priority: 990\n", pref)
+    assert pinned, "the pin does not name one runsc version"
+    version = pinned.group(1)
+    assert "Suites: trixie" in (apt / "trixie-runsc.sources").read_text()
+    dockerfile, ci = DOCKERFILE.read_text(), CI_SCRIPT.read_text()
+    for name in ("trixie-runsc.sources", "trixie-runsc.pref"):
+        assert f"deploy/apt/{name}" in dockerfile, name
+        assert f"deploy/apt/{name}" in ci, name
+    # The source and the pin are in place before the packages are installed.
+    assert dockerfile.index("deploy/apt/") < dockerfile.index("apt-get install")
+    assert ci.index("deploy/apt/") < ci.index("apt-get install")
+    # CI replaces any other runsc with exactly this one.
+    checked = re.search(r"grep -q '\^([^']+)'", ci)
+    assert checked, "CI does not check the installed runsc's version"
+    assert re.match(checked.group(1), f"{version}-4+b7"), checked.group(1)
+    assert not re.match(checked.group(1), "0.0~20221219.0-2+b3"), "bookworm's would pass"
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert version in readme
+
+
 def test_the_parsers_see_what_they_should():
     # The checks above pass trivially if a parser finds nothing: pin what they must find.
     assert interpolate("${A:-4} ${B:?set B} $${C} ${D}") == "4 <required B> ${C} "

@@ -44,8 +44,11 @@ from evaluator.sandbox.rootfs import (
     build_view,
     runner_environment,
 )
+from evaluator.sandbox.seccomp_filter import FilterUnavailable, compiled_filter
 
 SANDBOX_PYTHON = "/usr/bin/python3"
+SECCOMP_TARGET = "/etc/evaluator-seccomp.bpf"
+"""Where the runner finds the compiled system-call filter it installs on itself."""
 RUNSC = os.environ.get("EVALUATOR_RUNSC", "runsc")
 """The runsc binary: another build can be tried without installing it."""
 PLATFORM_OVERRIDE = os.environ.get("EVALUATOR_RUNSC_PLATFORM", "")
@@ -108,7 +111,18 @@ class GvisorBackend(Backend):
             return "runsc needs root to build its sandbox here (rootless OCI runs are not used)"
         if not os.access(SANDBOX_PYTHON, os.X_OK):
             return f"{SANDBOX_PYTHON} is missing (Debian package: python3)"
+        try:
+            compiled_filter()
+        except FilterUnavailable as exc:
+            return f"the system-call filter cannot be built: {exc}"
         return self.try_launch(timeout=60)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "platform": platform(),
+            "seccomp": {"filter": compiled_filter().name, "default": "EPERM"},
+        }
 
     def python(self) -> str:
         return SANDBOX_PYTHON
@@ -131,12 +145,18 @@ class GvisorBackend(Backend):
         rootfs = bundle / "rootfs"
         rootfs.mkdir(parents=True, exist_ok=True)
         view = build_view(spec, workdir / "etc")
+        # The same allowlist bwrap applies, installed by the runner on itself before any
+        # job (raises if it cannot be built: never a sandbox without it).
+        seccomp_copy = workdir / "etc" / "seccomp.bpf"
+        shutil.copyfile(compiled_filter(), seccomp_copy)
+        seccomp_copy.chmod(0o444)
+        binds = (*view.binds, (str(seccomp_copy), SECCOMP_TARGET, False))
         for target, link in view.links:
             path = rootfs / link.lstrip("/")
             if not path.is_symlink():
                 path.symlink_to(target)
         # Mount points must exist in the read-only root.
-        for source, target, _writable in view.binds:
+        for source, target, _writable in binds:
             point = rootfs / target.lstrip("/")
             if os.path.isdir(source):
                 point.mkdir(parents=True, exist_ok=True)
@@ -145,7 +165,7 @@ class GvisorBackend(Backend):
                 point.touch(exist_ok=True)
         for directory in ("proc", "dev", "sys", SCRATCH.lstrip("/")):
             (rootfs / directory).mkdir(exist_ok=True)
-        config = self._config(spec, view.binds)
+        config = self._config(spec, binds)
         (bundle / "config.json").write_text(json.dumps(config, indent=1))
         container = f"evaluator-{os.getpid()}-{next(_ids)}"
         return [
@@ -165,6 +185,7 @@ class GvisorBackend(Backend):
             EVALUATOR_PID_NAMESPACE="1",
             EVALUATOR_JOB_UID=str(SANDBOX_UID),
             EVALUATOR_JOB_GID=str(SANDBOX_GID),
+            EVALUATOR_SECCOMP=SECCOMP_TARGET,
         )
         scratch_bytes = spec.limits.scratch_mb * 1024 * 1024
         mounts: list[dict[str, Any]] = [

@@ -137,6 +137,11 @@ def _build(out_fd: int) -> None:
     # Calls of another ABI (x32 numbers, i386 through int 0x80) are not the native
     # architecture's: refused before any of the rules below are looked at.
     rules.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.ERRNO(errno.EPERM))
+    # A binary search on the call number instead of a chain of ~270 comparisons: about 16
+    # instructions per call instead of about 200. gVisor's Sentry runs the filter for
+    # every call number whenever a task forks (to cache the answers that do not depend on
+    # arguments), so the chain cost each fork there several milliseconds.
+    rules.set_attr(seccomp.Attr.CTL_OPTIMIZE, 2)
     for name in ALLOWED:
         rules.add_rule(seccomp.ALLOW, name)
     for name in FALL_BACK:

@@ -68,6 +68,9 @@ STORED_OUTPUT = 64 * 1024
 REPORT_LIMIT = 32 * 1024 * 1024
 _LANDLOCK = None
 """The Landlock ruleset every child applies (`EVALUATOR_LANDLOCK`, set by bwrap)."""
+SECCOMP_FILTER = os.environ.get("EVALUATOR_SECCOMP", "")
+"""A compiled system-call filter the runner installs on itself at start (gVisor's
+backend sets it; bwrap installs the same filter before it starts us)."""
 _PROTOCOL_OUT = None
 """The host channel, once `main` has opened it: streamed test records go there too."""
 REPORT_FD = 3
@@ -911,6 +914,35 @@ def _harden() -> None:
                 _LIBC.prctl(24, capability, 0, 0, 0)  # PR_CAPBSET_DROP
 
 
+def _install_seccomp(path: str) -> None:
+    """Install the compiled system-call filter at `path` on this process, for good.
+
+    Every process the runner forks inherits it, and no process can remove it: the same
+    allowlist bwrap installs before it starts us (`seccomp_filter.py`). Raises OSError
+    when it cannot be installed; the runner then must not run anything.
+    """
+    import ctypes
+
+    with open(path, "rb") as handle:
+        program = handle.read()
+    if not program or len(program) % 8:
+        raise OSError(f"{path}: not a compiled filter ({len(program)} bytes)")
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    code = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.addressof(code))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong,
+                           ctypes.c_ulong]
+    # PR_SET_NO_NEW_PRIVS (38), then PR_SET_SECCOMP (22) with SECCOMP_MODE_FILTER (2).
+    if libc.prctl(38, 1, None, 0, 0) != 0 or libc.prctl(
+            22, 2, ctypes.addressof(fprog), 0, 0) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"seccomp: {os.strerror(number)}")
+
+
 def main() -> int:
     # As PID 1 we receive only signals we handle; Python handles SIGINT, so a program
     # could otherwise stop us with it.
@@ -918,6 +950,9 @@ def main() -> int:
     scratch_root = os.environ.get("EVALUATOR_SCRATCH") or tempfile.mkdtemp(prefix="runner-")
     os.makedirs(scratch_root, exist_ok=True)
     _harden()
+    if SECCOMP_FILTER:
+        # Not caught: a runner asked to filter that cannot ends here, before any job.
+        _install_seccomp(SECCOMP_FILTER)
     global _LANDLOCK
     if os.environ.get("EVALUATOR_LANDLOCK"):
         paths = json.loads(os.environ["EVALUATOR_LANDLOCK"])
@@ -938,6 +973,7 @@ def main() -> int:
                                    "job_uid": JOB_UID if os.getuid() == 0 else os.getuid(),
                                    "pid_namespace": PRIVATE_PIDS and os.getpid() == 1,
                                    "landlock_abi": _LANDLOCK.abi if _LANDLOCK else None,
+                                   "seccomp": bool(SECCOMP_FILTER),
                                    "interpreter": sys.version.split()[0]}) + "\n")
     protocol_out.flush()
     limits_at_start = _own_limits()
