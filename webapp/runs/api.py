@@ -27,6 +27,7 @@ from webapp.runs.selectors import get_run_for_user, run_result_lines, run_summar
 from webapp.runs.services import run_create
 from webapp.runs.uploads import Issue
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
+from webapp.teams.signed_in import SignedInRequest
 
 router = Router(tags=["runs"])
 
@@ -78,7 +79,7 @@ def _issues(issues: tuple[Issue, ...] | list[Issue], status: int, message: str) 
               409: schemas.Duplicate, 413: schemas.InvalidFile, 401: schemas.Error},
     openapi_extra=request_body(schemas.RunUpload, "multipart/form-data"),
 )
-def runs_create(request: HttpRequest) -> HttpResponse:
+def runs_create(request: SignedInRequest) -> HttpResponse:
     """Upload a generations file and start its evaluation. Nothing is stored unless the whole
     file is valid; a 400 lists each problem with its line, column and field. With
     `dry_run=1`, check the file and answer its coverage without creating a run. A file already

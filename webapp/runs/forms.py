@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
@@ -78,7 +78,7 @@ class UploadForm(forms.Form):
         ),
     )
 
-    def __init__(self, *args: Any, user: AbstractBaseUser, api: bool = False, **kwargs: Any):
+    def __init__(self, *args: Any, user: User, api: bool = False, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.user = user
         self.api = api
@@ -178,7 +178,7 @@ class RunEditForm(forms.Form):
     team = forms.CharField(label="Team")
     visibility = forms.ChoiceField(choices=Run.Visibility.choices)
 
-    def __init__(self, *args: Any, user: AbstractBaseUser, run: Run, **kwargs: Any):
+    def __init__(self, *args: Any, user: User, run: Run, **kwargs: Any):
         super().__init__(*args, **kwargs)
         teams = list(teams_for_user(user=user))
         choices = [(t.slug, t.name) for t in teams]

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
@@ -52,7 +52,7 @@ def compared_profiles(run: Run) -> list[Profile]:
 
 
 # -- the request ----------------------------------------------------------------------------
-def profile_comparison_request(*, user: AbstractBaseUser, run: Run) -> ProfileComparison:
+def profile_comparison_request(*, user: User, run: Run) -> ProfileComparison:
     """Ask for the run to be compared under every profile; the task is sent on commit.
 
     Who may: as for cancel and re-run. Refused for a run that has not finished (its results

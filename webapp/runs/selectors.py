@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
@@ -25,7 +25,7 @@ from webapp.runs.profile_reports import run_profiles_json
 from webapp.runs.verified import run_verification
 from webapp.teams.models import Membership
 
-Viewer = AbstractBaseUser | AnonymousUser
+Viewer = User | AnonymousUser
 REPORTED_KS = (1, 10, 100)
 LOG_LENGTH = 50
 

@@ -65,6 +65,7 @@ from webapp.runs.selectors import (
 )
 from webapp.runs.services import run_cancel, run_create, run_rerun
 from webapp.teams.selectors import teams_for_user
+from webapp.teams.signed_in import SignedInRequest
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
@@ -75,7 +76,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def upload(request: HttpRequest) -> HttpResponse:
+def upload(request: SignedInRequest) -> HttpResponse:
     if request.method == "GET":
         return render(request, "runs/upload.html", {"form": UploadForm(user=request.user)})
     form = UploadForm(request.POST, request.FILES, user=request.user)
@@ -119,7 +120,7 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def upload_confirm(request: HttpRequest) -> HttpResponse:
+def upload_confirm(request: SignedInRequest) -> HttpResponse:
     form = ConfirmForm(request.POST)
     if not form.is_valid():
         messages.error(request, "That upload has expired or was already used; upload it again.")
@@ -295,7 +296,7 @@ def export_humaneval_results(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+def cancel(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     if run_cancel(user=request.user, run=run):
         messages.success(request, "The run was cancelled.")
@@ -306,7 +307,7 @@ def cancel(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def rerun(request: HttpRequest, run_id: int) -> HttpResponse:
+def rerun(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     try:
         new = run_rerun(user=request.user, run=run,

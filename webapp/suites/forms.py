@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.http import QueryDict
 from django.utils.datastructures import MultiValueDict
 
@@ -34,7 +34,7 @@ class SuiteForm(forms.Form):
         help_text="Runs uploaded into the suite get the same team and visibility.",
     )
 
-    def __init__(self, *args: Any, user: AbstractBaseUser, **kwargs: Any):
+    def __init__(self, *args: Any, user: User, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.user = user
         teams = list(teams_for_user(user=user))

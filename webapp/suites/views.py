@@ -37,6 +37,7 @@ from webapp.suites.services import (
     suite_remove_run,
     suite_upload,
 )
+from webapp.teams.signed_in import SignedInRequest
 
 SUITES_PER_PAGE = 50
 DEFECT_AWARE_PARTIAL = "runs/_defect_aware.html"
@@ -57,7 +58,7 @@ def suite_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def suite_new(request: HttpRequest) -> HttpResponse:
+def suite_new(request: SignedInRequest) -> HttpResponse:
     if request.method == "GET":
         return render(request, "suites/suite_new.html", {"form": SuiteForm(user=request.user)})
     form = SuiteForm(request.POST, user=request.user)
@@ -129,7 +130,7 @@ def _upload_page(request: HttpRequest, suite_id: int, *, form: SuiteUploadForm |
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def upload(request: HttpRequest, suite_id: int) -> HttpResponse:
+def upload(request: SignedInRequest, suite_id: int) -> HttpResponse:
     suite = get_suite_for_user(user=request.user, suite_id=suite_id)
     if not suite_can_manage(user=request.user, suite=suite):
         raise PermissionDenied("Only the suite's owner or an owner of its team can add to it.")
@@ -158,7 +159,7 @@ def upload(request: HttpRequest, suite_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def attach(request: HttpRequest, suite_id: int) -> HttpResponse:
+def attach(request: SignedInRequest, suite_id: int) -> HttpResponse:
     suite = get_suite_for_user(user=request.user, suite_id=suite_id)
     try:
         ids = query_ids(request.POST, "run", limit=MAX_FILES)
@@ -176,7 +177,7 @@ def attach(request: HttpRequest, suite_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def remove(request: HttpRequest, suite_id: int, run_id: int) -> HttpResponse:
+def remove(request: SignedInRequest, suite_id: int, run_id: int) -> HttpResponse:
     suite = get_suite_for_user(user=request.user, suite_id=suite_id)
     if suite_remove_run(user=request.user, suite=suite, run_id=run_id):
         messages.success(request, f"Run {run_id} was taken out of the suite; the run itself "
