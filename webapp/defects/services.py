@@ -122,7 +122,7 @@ def _compute(*, scoring_id: int, claim: str, stop: threading.Event) -> bool:
         for event in engine.evaluate(problems, samples, cancel=stop):
             if event["type"] != "sample_finished":
                 continue
-            result = event["result"]  # type: ignore[typeddict-item]
+            result = event["result"]
             c[result.task_id] += int(result.passed)
             done += 1
             if done % PROGRESS_EVERY == 0:

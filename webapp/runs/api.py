@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from ninja import Query, Router
+from ninja import P, QueryEx, Router, Schema
 
 from webapp.benchmarks.selectors import dataset_list
 from webapp.runs import api_schemas as schemas
@@ -55,7 +55,7 @@ def read(path: str, **options: Any) -> Callable[[View], View]:
     return read_on(router, path, **options)
 
 
-def request_body(model: type[schemas.Schema], content_type: str = "application/json",
+def request_body(model: type[Schema], content_type: str = "application/json",
                  ) -> dict[str, object]:
     """An operation's documented request body, from a model of `api_schemas`, for views that
     read the body themselves so that their errors keep the API's own shape."""
@@ -127,7 +127,7 @@ def runs_create(request: SignedInRequest) -> HttpResponse:
 )
 def runs_detail(
     request: HttpRequest, run_id: int,
-    problems: str = Query("1", description="0 leaves out the per-problem scores."),
+    problems: QueryEx[str, P(description="0 leaves out the per-problem scores.")] = "1",
 ) -> HttpResponse:
     """The run's status, progress, pass@k with 95% intervals, and with `problems` (unless
     `problems=0`) the scores of each problem. Poll it until `status` is finished, failed or

@@ -86,7 +86,7 @@ def too_large_issue() -> Issue:
 
 
 def intake_file(
-    *, user: User, uploaded: UploadedFile, dataset: Dataset, sanitize: bool,
+    *, user: User, uploaded: UploadedFile[bytes], dataset: Dataset, sanitize: bool,
     profile: str = "", allow_language_mismatch: bool = False,
 ) -> Intake:
     """Stage and check an uploaded file. On any error the staged copy is already deleted,
@@ -203,13 +203,13 @@ def discard_staged(path: Path) -> None:
         _sidecar(path).unlink(missing_ok=True)
 
 
-def _stage(uploaded: UploadedFile) -> tuple[Path, str, int]:
+def _stage(uploaded: UploadedFile[bytes]) -> tuple[Path, str, int]:
     """Move an uploaded file into the staging folder; (path, sha256, size)."""
     _sweep_staging()
     suffix = ".jsonl.gz" if (uploaded.name or "").lower().endswith(".gz") else ".jsonl"
     target = staging_dir() / f"{secrets.token_hex(16)}{suffix}"
     if isinstance(uploaded, HashedUpload):
-        uploaded.file.flush()
+        uploaded.flush()
         # Same folder tree, so a rename: a large upload is not copied. Django's temporary
         # file tolerates its path having moved when it is closed.
         os.replace(uploaded.temporary_file_path(), target)

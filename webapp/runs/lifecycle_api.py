@@ -69,8 +69,9 @@ def _edit_from(body: dict[str, Any]) -> RunEdit:
     unknown = sorted(set(body) - EDITABLE)
     if unknown:
         raise ValidationError({field: "Not a field that can be changed." for field in unknown})
-    wrong = {field: "Give a string." for field in ("visibility", "team", "name", "model")
-             if field in body and not isinstance(body[field], str)}
+    wrong: dict[str, str] = {
+        field: "Give a string." for field in ("visibility", "team", "name", "model")
+        if field in body and not isinstance(body[field], str)}
     if wrong:
         raise ValidationError(wrong)
     return RunEdit(visibility=body.get("visibility"), team=body.get("team"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -153,9 +153,11 @@ def _insert_samples(values: list[dict[str, Any]]) -> None:
     defaults = {f.attname: f.get_db_prep_save(f.get_default(), connection) for f in fields}
     json_fields = [f for f in fields if isinstance(f, models.JSONField)]
     quote = connection.ops.quote_name
+    # Concrete fields always have a column (django-stubs allow None, for the other fields).
+    columns = [cast(str, f.column) for f in fields]
     # Names from the model's own metadata, quoted; the values travel as parameters.
     sql = (f"INSERT INTO {quote(Sample._meta.db_table)} "  # noqa: S608
-           f"({', '.join(quote(f.column) for f in fields)}) "
+           f"({', '.join(quote(column) for column in columns)}) "
            f"VALUES ({', '.join(['%s'] * len(fields))})")
     prepared = {f.attname: f for f in json_fields}
     # Most samples carry no notes: their empty list is encoded once, not once a sample

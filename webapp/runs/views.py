@@ -3,6 +3,8 @@ scores, exports, cancel and re-run."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -267,28 +269,28 @@ def run_score(request: HttpRequest, run_id: int, k: int) -> HttpResponse:
     })
 
 
-def _download(body: object, content_type: str, filename: str) -> StreamingHttpResponse:
+def _download(body: Iterator[str], content_type: str, filename: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse(body, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
 
 @require_GET
-def export_matrix_csv(request: HttpRequest, run_id: int) -> HttpResponse:
+def export_matrix_csv(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     return _download(exports.matrix_csv(run), "text/csv; charset=utf-8",
                      exports.export_name(run, "_matrix.csv"))
 
 
 @require_GET
-def export_matrix_json(request: HttpRequest, run_id: int) -> HttpResponse:
+def export_matrix_json(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     return _download(exports.matrix_json(run), "application/json",
                      exports.export_name(run, "_matrix.json"))
 
 
 @require_GET
-def export_humaneval_results(request: HttpRequest, run_id: int) -> HttpResponse:
+def export_humaneval_results(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     return _download(exports.humaneval_results(run), "application/x-ndjson",
                      exports.export_name(run, "_results.jsonl"))

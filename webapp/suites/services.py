@@ -106,7 +106,7 @@ def suite_remove_run(*, user: User, suite: Suite, run_id: int) -> bool:
 class SuiteFile:
     """One file of a multi-file upload and the variant it was generated for."""
 
-    uploaded: UploadedFile
+    uploaded: UploadedFile[bytes]
     dataset: Dataset
 
 
