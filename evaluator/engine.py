@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, Protocol, Self, TypedDict
 
 from evaluator.defects import apply_patches
 from evaluator.exclusive import SharedExclusiveLock
@@ -215,7 +215,7 @@ class Engine:
                 session.close()
             self._sessions.clear()
 
-    def __enter__(self) -> Engine:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
