@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
-from evaluator.records import STATUSES, SampleResult
+from evaluator.records import STATUSES, SampleResult, Status
 from webapp.runs.events import (
     DurableEvent,
     LogEntry,
@@ -110,8 +110,10 @@ def sample_result(sample: Sample) -> SampleResult:
     """A finished sample's stored result (an empty one of its status if none was kept)."""
     if sample.result:
         return SampleResult.from_dict(sample.result)
+    # A finished sample's status is one of STATUSES (only a pending one is not).
     return SampleResult(task_id=sample.task_id, completion_id=sample.index,
-                        status=sample.status, message=sample.message)
+                        status=cast(Status, sample.status), program_hash=sample.program_hash,
+                        message=sample.message)
 
 
 def sample_log_entry(sample: Sample) -> LogEntry:
