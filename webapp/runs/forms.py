@@ -97,14 +97,7 @@ class UploadForm(forms.Form):
         return dataset
 
     def clean_profile(self) -> str:
-        """The chosen profile's name, or "" for the dataset's default (`default_profile`)."""
-        name = (self.cleaned_data.get("profile") or "").strip()
-        if not name:
-            return ""
-        try:
-            return get_profile(name).name
-        except ValueError as exc:
-            raise forms.ValidationError(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
+        return clean_profile_name(self.cleaned_data.get("profile"))
 
     def clean_team(self) -> Team:
         slug = self.cleaned_data.get("team") or ""
@@ -137,6 +130,17 @@ def dataset_choices(datasets: list[Dataset]) -> list[tuple[str, list[tuple[str, 
         label = f"{d.key} ({d.problem_count} problems, version {d.version})"
         groups.setdefault(d.language, []).append((str(d.pk), label))
     return [(display_name(language), items) for language, items in groups.items()]
+
+
+def clean_profile_name(value: str | None) -> str:
+    """The chosen profile's name, or "" for the dataset's default (`default_profile`)."""
+    name = (value or "").strip()
+    if not name:
+        return ""
+    try:
+        return get_profile(name).name
+    except ValueError as exc:
+        raise forms.ValidationError(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
 
 
 def profile_help_text(dataset_names: list[str]) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Q, QuerySet
@@ -28,6 +28,15 @@ from webapp.teams.models import Membership
 Viewer = User | AnonymousUser
 REPORTED_KS = (1, 10, 100)
 LOG_LENGTH = 50
+
+
+class OwnedByTeam(Protocol):
+    """What has an owner and a team: a run, a suite (`run_can_manage`)."""
+
+    @property
+    def owner_id(self) -> int: ...
+    @property
+    def team_id(self) -> int: ...
 
 
 def visible_runs(*, user: Viewer, reproductions: bool = False) -> QuerySet[Run]:
@@ -58,7 +67,7 @@ def get_run_for_user(*, user: Viewer, run_id: int) -> Run:
     return run
 
 
-def run_can_manage(*, user: Viewer, run: Run) -> bool:
+def run_can_manage(*, user: Viewer, run: OwnedByTeam) -> bool:
     """Cancel, re-run, edit, retract, delete and restore: the run's owner, or an owner of
     its team."""
     if not user.is_authenticated:

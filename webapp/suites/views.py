@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template import TemplateDoesNotExist, engines
+from django.template.backends.django import DjangoTemplates
 from django.template.loader import get_template
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -112,7 +113,9 @@ def _has_defect_aware_partial() -> bool:
         get_template(DEFECT_AWARE_PARTIAL)
     except TemplateDoesNotExist:
         return False
-    return "defect_scores" in engines["django"].engine.template_libraries  # type: ignore[attr-defined]
+    backend = engines["django"]
+    return (isinstance(backend, DjangoTemplates)
+            and "defect_scores" in backend.engine.template_libraries)
 
 
 def _upload_page(request: HttpRequest, suite_id: int, *, form: SuiteUploadForm | None = None,
