@@ -11,6 +11,11 @@ test:
 	@scripts/node_modules.sh
 	@.venv/bin/python -m pytest
 
+# Lint, the type checks (mypy: pyproject.toml for the project, mypy-sandbox.ini for the code
+# that runs inside the sandbox) and the import rules between the parts (.importlinter).
 lint:
 	@scripts/venv.sh requirements.txt
 	@.venv/bin/ruff check .
+	@.venv/bin/mypy
+	@.venv/bin/mypy --config-file mypy-sandbox.ini
+	@.venv/bin/lint-imports

@@ -34,11 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from codegeex_env import run_codegeex  # noqa: E402
-from codegeex_toolchains import go_env, js_env, rust_env  # noqa: E402
-
+from bench.codegeex_env import run_codegeex  # noqa: E402
+from bench.codegeex_toolchains import go_env, js_env, rust_env  # noqa: E402
 from bench.common import load_average  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402

@@ -23,7 +23,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from codegeex_env import VENV, ensure_venv, package_dir
+from bench.codegeex_env import VENV, ensure_venv, package_dir
 
 CACHE = VENV / "toolchains"
 REPO = Path(__file__).resolve().parent.parent

@@ -82,7 +82,8 @@ def store_verdicts(run: Any, chunk: Any, variants: Any, passed: Any, samples_eac
     evaluating them; Django must be set up."""
     from webapp.runs.models import ProblemResult, Sample
 
-    samples, problems = [], []
+    samples: list[Sample] = []
+    problems: list[ProblemResult] = []
     for variant, c in zip(variants, [int(x) for x in passed], strict=True):
         task = variant.problem.task_id
         for index in range(samples_each):

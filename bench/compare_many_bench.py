@@ -50,6 +50,7 @@ def build_runs() -> list[Any]:
     from webapp.benchmarks.models import ProblemVariant
     from webapp.benchmarks.services import dataset_import
     from webapp.runs.models import Chunk, Run
+    from webapp.teams.selectors import default_team
     from webapp.teams.services import user_sign_up
 
     call_command("migrate", "--no-input", "-v", "0")
@@ -69,7 +70,7 @@ def build_runs() -> list[Any]:
         start = time.perf_counter()
         with transaction.atomic():
             run = Run.objects.create(
-                owner=user, team=user.teams.first(), visibility=Run.Visibility.PUBLIC,
+                owner=user, team=default_team(user=user), visibility=Run.Visibility.PUBLIC,
                 name=name, model_name=model,
                 model_meta={"seed": seed} if seed is not None else {}, dataset=dataset,
                 file_name=f"{name}.jsonl", file_sha256=f"{number:064x}", file_size=1,

@@ -60,12 +60,13 @@ def build_runs(source: Path) -> list[Any]:
     from webapp.defects.scores import dataset_defects
     from webapp.runs.aggregation import run_finalize
     from webapp.runs.models import Chunk, Run
+    from webapp.teams.selectors import default_team
     from webapp.teams.services import user_sign_up
 
     call_command("migrate", "--no-input", "-v", "0")
     user = User.objects.filter(username="bench").first() or user_sign_up(
         username="bench", password="bench-password-123")
-    team = user.teams.first()
+    team = default_team(user=user)
     done = list(Run.objects.filter(owner=user, status=Run.Status.FINISHED).order_by("pk"))
     if len(done) == len(PLANS):
         return done

@@ -84,7 +84,8 @@ def main() -> None:
         harness["path"] = str(args.harness.resolve())
     old_layout = False
     if args.runtime is not None:
-        session_module.RUNTIME_DIR = args.runtime.resolve()
+        # The session reads the name it imported from evaluator.sandbox.base: swap that one.
+        session_module.RUNTIME_DIR = args.runtime.resolve()  # type: ignore[attr-defined]
         old_layout = (args.runtime / "pyharness.py").exists()
 
     backend = get_backend(args.sandbox)

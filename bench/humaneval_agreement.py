@@ -22,12 +22,13 @@ from bench.common import shared_dir  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
 from evaluator.profiles import PROFILES  # noqa: E402
-from evaluator.records import RunOptions, SampleResult  # noqa: E402
+from evaluator.records import Problem, RunOptions, Sample, SampleResult  # noqa: E402
 from evaluator.samples import read_samples  # noqa: E402
 from evaluator.sandbox.base import SandboxLimits  # noqa: E402
 
 
-def evaluate(engine: Engine, problems: dict, samples: list) -> dict[int, SampleResult]:
+def evaluate(engine: Engine, problems: dict[str, Problem], samples: list[Sample],
+             ) -> dict[int, SampleResult]:
     return {e["position"]: e["result"] for e in engine.evaluate(problems, samples)
             if e["type"] == "sample_finished"}
 

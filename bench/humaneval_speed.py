@@ -76,10 +76,11 @@ def main() -> None:
         print(f"{len(samples)} samples, {args.workers} workers, load {load_average()}")
         rows = []
         checkouts = [("ours", REPO)] + ([("before", args.before)] if args.before else [])
+        extras: list[list[str]] = [[]] + ([["--no-dedup"]] if args.no_dedup else [])
         variants = [(f"{name}, {sandbox}", checkout, sandbox, extra)
                     for sandbox in args.sandbox.split(",")
                     for name, checkout in checkouts
-                    for extra in ([[]] + ([["--no-dedup"]] if args.no_dedup else []))]
+                    for extra in extras]
         for label, checkout, sandbox, extra in variants:
             label += ", no dedup" if extra else ""
             before = load_average()

@@ -123,7 +123,7 @@ def post_run(base: str, token: str, path: Path, name: str, *,
                  .encode() + path.read_bytes() + b"\r\n")
     body = b"".join(parts) + f"--{boundary}--\r\n".encode()
     address = urllib.parse.urlsplit(base)
-    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=timeout)
+    connection = http.client.HTTPConnection(address.netloc, timeout=timeout)  # host:port
     try:
         connection.request("POST", "/api/runs", body=body, headers={
             "Authorization": f"Bearer {token}",
@@ -487,15 +487,15 @@ class Bench:
         report.add("page", "run timed", f"{run_id}: {summary['progress']['total']:,} samples")
         cookie = "; ".join(f"{c.name}={c.value}" for c in self.browser.jar)
         sent_timing = False
-        for path in (f"/runs/{run_id}/", f"/api/runs/{run_id}", f"/runs/{run_id}/samples/"):
-            timings = [timed_get(self.stack.url, path, cookie) for _ in range(PAGE_REPEATS + 1)]
+        for page in (f"/runs/{run_id}/", f"/api/runs/{run_id}", f"/runs/{run_id}/samples/"):
+            timings = [timed_get(self.stack.url, page, cookie) for _ in range(PAGE_REPEATS + 1)]
             timings = timings[1:]  # the first warms caches and connections
             statuses = Counter(t.status for t in timings)
             sent_timing = sent_timing or any(t.server_timing for t in timings)
-            report.add("page", f"GET {path} ({timings[0].size:,} bytes, {dict(statuses)})",
+            report.add("page", f"GET {page} ({timings[0].size:,} bytes, {dict(statuses)})",
                        f"headers {spread([t.headers for t in timings])}; "
                        f"body {spread([t.body for t in timings])}")
-            report.check(statuses == Counter({200: PAGE_REPEATS}), f"{path}: {dict(statuses)}")
+            report.check(statuses == Counter({200: PAGE_REPEATS}), f"{page}: {dict(statuses)}")
         print("  (server time measured from outside: the app sends no Server-Timing header, so "
               "'headers' is the client's time to the response headers over loopback, "
               "connection set up beforehand, and 'body' the time to the last byte)"
@@ -515,7 +515,7 @@ def timed_get(base: str, path: str, cookie: str) -> Timing:
     """One GET on a fresh connection, timed from the request's first byte (the TCP set-up
     is done before the clock starts)."""
     address = urllib.parse.urlsplit(base)
-    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=120)
+    connection = http.client.HTTPConnection(address.netloc, timeout=120)  # host:port
     try:
         connection.connect()
         start = time.perf_counter()

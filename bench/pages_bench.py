@@ -83,13 +83,14 @@ def build_runs(big: Path, work: Path) -> dict[str, Any]:
     from webapp.runs.models import Run
     from webapp.runs.services import run_create
     from webapp.runs.uploads import EvaluationOptions, upload_check
+    from webapp.teams.selectors import default_team
     from webapp.teams.services import user_sign_up
 
     call_command("migrate", "--no-input", "-v", "0")
     dataset = dataset_import(loaded=load_dataset(), source="package:humaneval").dataset
     user = User.objects.filter(username="bench").first() or user_sign_up(
         username="bench", password="bench-password-123")
-    team = user.teams.first()
+    team = default_team(user=user)
     plans = [
         ("codegen-16b n=100", "codegen-16b", big, slice(None)),
         ("codegen-16b first 50", "codegen-16b (first 50)", work / "first50.jsonl", slice(0, 50)),

@@ -83,6 +83,7 @@ def build_suite(suite_name: str = SUITE_NAME, broken: tuple[int, ...] = ()) -> A
     from webapp.benchmarks.services import dataset_import
     from webapp.runs.models import Chunk, Run, RunMetric
     from webapp.suites.models import Suite, SuiteRun
+    from webapp.teams.selectors import default_team
     from webapp.teams.services import user_sign_up
 
     call_command("migrate", "--no-input", "-v", "0")
@@ -92,7 +93,7 @@ def build_suite(suite_name: str = SUITE_NAME, broken: tuple[int, ...] = ()) -> A
     if suite is not None and suite.runs.filter(status=Run.Status.FINISHED).count() == 6:
         return suite
     base = dataset_import(loaded=load_dataset(), source="package:humaneval").dataset
-    team = user.teams.first()
+    team = default_team(user=user)
     suite = Suite.objects.create(owner=user, team=team, visibility=Run.Visibility.PUBLIC,
                                  name=suite_name, model_name="coder-a", revision="r1",
                                  decoding={"temperature": 0.8, "n": SAMPLES})

@@ -13,6 +13,7 @@ import pytest
 
 from evaluator import language_check
 from evaluator.languages.registry import language_names
+from evaluator.languages.toolchains import ToolchainError
 
 _PREFIX = {"python": "Python", "cpp": "CPP", "java": "Java", "js": "JavaScript", "go": "Go",
            "rust": "Rust"}
@@ -205,7 +206,7 @@ def require_parser(language: str) -> None:
         return
     try:
         language_check._tool(parser)
-    except language_check.ToolchainError as exc:
+    except ToolchainError as exc:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"the {language} parser must be installed in CI: {exc}")
         pytest.skip(f"no {language} parser here: {exc}")

@@ -21,8 +21,13 @@ from webapp.body_limit import BodySizeLimit  # noqa: E402
 from webapp.origin import SameOriginWebsockets  # noqa: E402
 from webapp.runs.routing import websocket_urlpatterns  # noqa: E402
 
+# The ignores: django-stubs give Django's handler a plain dict scope, channels' stubs give
+# their apps asgiref's TypedDict scopes (or an ASGI 2 class), and our middlewares take a
+# mutable mapping. Each is an ASGI 3 app all the same.
 application = ProtocolTypeRouter({
-    "http": BodySizeLimit(django_asgi_app, max_bytes=settings.UPLOAD_MAX_BYTES + 1024 * 1024),
+    "http": BodySizeLimit(django_asgi_app,  # type: ignore[arg-type]
+                          max_bytes=settings.UPLOAD_MAX_BYTES + 1024 * 1024),
     # Not channels' AllowedHostsOriginValidator: it ignores the port (see webapp/origin.py).
-    "websocket": SameOriginWebsockets(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "websocket": SameOriginWebsockets(
+        AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),  # type: ignore[arg-type]
 })

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 import sqlite3
 import threading
@@ -42,7 +43,7 @@ CREATE TABLE IF NOT EXISTS channel_group (
 """
 
 
-class SQLiteChannelLayer(BaseChannelLayer):  # type: ignore[misc]
+class SQLiteChannelLayer(BaseChannelLayer):
     extensions = ["groups", "flush"]
 
     def __init__(
@@ -51,7 +52,7 @@ class SQLiteChannelLayer(BaseChannelLayer):  # type: ignore[misc]
         expiry: int = 60,
         group_expiry: int = 86400,
         capacity: int = 1000,
-        channel_capacity: dict[str, int] | None = None,
+        channel_capacity: dict[re.Pattern[str] | str, int] | None = None,
         poll_interval: float = 0.05,
         batch: int = 200,
     ) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+import django_stubs_ext
 
 from evaluator.sandbox.levels import SANDBOX_CHOICES
 from webapp.env import (
@@ -25,6 +26,10 @@ from webapp.env import (
     env_path,
     env_str,
 )
+
+# Django's generic classes take their model as a type argument at run time too
+# (`admin.ModelAdmin[Run]`), as django-stubs check them.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("WORKBENCH_VAR_DIR", BASE_DIR / "var")

@@ -20,7 +20,7 @@ file each. Where npm was not run, the basic name serves the full bundle (a super
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,14 +97,20 @@ class PackageFileFinder(BaseFinder):
                                       id="webapp.E001"))
         return messages
 
-    def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str]:
+    # django-stubs (written for Django 6) overload this on a Literal find_all and give a miss
+    # as None; Django 5.2's own finders answer a miss with [] and still take `all=`.
+    def find(  # type: ignore[override]
+        self, path: str, find_all: bool = False, **kwargs: Any,
+    ) -> str | list[str]:
         find_all = find_all or bool(kwargs.get("all"))
         found = package_file(path)
         if found is None:
             return []  # Django's own finders answer "not here" with an empty list.
         return [str(found)] if find_all else str(found)
 
-    def list(self, ignore_patterns: list[str] | None) -> Iterator[tuple[str, FileSystemStorage]]:
+    def list(
+        self, ignore_patterns: Iterable[str] | None,
+    ) -> Iterator[tuple[str, _SingleFileStorage]]:
         for name in PACKAGE_FILES:
             found = package_file(name)
             if found is None:
@@ -112,12 +118,15 @@ class PackageFileFinder(BaseFinder):
             # collectstatic joins the storage's `prefix` and the yielded name, so the file
             # is listed under its static name even when it is another file (the fallback).
             storage = _SingleFileStorage(found, Path(name).name)
-            storage.prefix = str(Path(name).parent)  # type: ignore[attr-defined]
+            storage.prefix = str(Path(name).parent)
             yield Path(name).name, storage
 
 
 class _SingleFileStorage(FileSystemStorage):
     """One file of a package folder, under the name it is served as."""
+
+    prefix: str
+    """Where collectstatic puts the file (it reads a storage's `prefix` if there is one)."""
 
     def __init__(self, path: Path, served_as: str) -> None:
         super().__init__(location=str(path.parent))

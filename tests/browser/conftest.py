@@ -138,20 +138,27 @@ def site(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[L
         stack.stop()
 
 
+@dataclass
+class SignedUpStack(Stack):
+    """A stack with USER signed up: USER's API token, and the test's folder."""
+
+    token: str = ""
+    work: Path = Path()
+
+
 @contextlib.contextmanager
-def embedded_stack(work: Path, **env: str) -> Iterator[Stack]:
+def embedded_stack(work: Path, **env: str) -> Iterator[SignedUpStack]:
     """The stack `make run` starts, in `work`, with the `none` sandbox, one worker process
     and USER signed up (`stack.token` is USER's API token); `env` adds to its environment."""
-    stack = Stack(env={
+    stack = SignedUpStack(env={
         "WORKBENCH_VAR_DIR": str(work / "var"), "EVALUATOR_SANDBOX": "none",
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(40), "DATABASE_URL": "", "REDIS_URL": "",
         **env,
-    }, port=free_port(), concurrency=1, log_dir=work / "logs")
+    }, port=free_port(), concurrency=1, log_dir=work / "logs", work=work)
     try:
         stack.prepare(static=True)
-        stack.token = add_user(stack, USER, PASSWORD)  # type: ignore[attr-defined]
+        stack.token = add_user(stack, USER, PASSWORD)
         stack.start()
-        stack.work = work  # type: ignore[attr-defined]
         yield stack
     finally:
         stack.stop()

@@ -87,6 +87,7 @@ def test_team_member_sees_the_run_and_its_history_but_cannot_act(
 @pytest.mark.parametrize("who", ["outsider", "anonymous"])
 def test_outsider_and_anonymous_do_not_find_a_team_run(
         browser: Any, site: LiveSite, team: str, team_run: int, who: str):
+    opened: contextlib.AbstractContextManager[Any]
     if who == "outsider":
         opened = signed_in_page(browser, site.url, username=OUTSIDER, password=PASSWORD)
     else:

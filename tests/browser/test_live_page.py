@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import (
+    SignedUpStack,
     embedded_stack,
     kill_web_server,
     screenshot,
@@ -22,7 +23,6 @@ from tests.browser.conftest import (
 )
 from tests.webapp.services.live_stack import api
 from tests.webapp.support import RIGHT_0, WRONG_0, write_jsonl
-from webapp.stack import Stack
 
 pytestmark = pytest.mark.browser
 
@@ -42,7 +42,7 @@ ANSWERS = [("HumanEval/0", RIGHT_0), ("HumanEval/0", WRONG_0), ("HumanEval/0", R
 
 
 @pytest.fixture(scope="module")
-def stack(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def stack(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SignedUpStack]:
     with embedded_stack(
         tmp_path_factory.mktemp("live-page"), WORKBENCH_CHUNK_SAMPLES="2",
         # Room for a gated sample to wait while the test looks (the wall-clock backstop is
@@ -86,15 +86,15 @@ def _wait_until(predicate: Any, *, timeout: float, what: str) -> None:
 
 
 def test_the_table_curve_and_summary_follow_the_run_through_a_dropped_socket(
-        browser: Any, stack: Stack):
-    work: Path = stack.work  # type: ignore[attr-defined]
+        browser: Any, stack: SignedUpStack):
+    work: Path = stack.work
     first, rest = work / "gate-first", work / "gate-rest"
     samples = [{"task_id": task_id,
                 "completion": GATED.format(gate=str(first if n == 0 else rest),
                                            ran=str(work / f"ran-{n}"), n=n) + answer}
                for n, (task_id, answer) in enumerate(ANSWERS)]
     path = write_jsonl(work / "gated.jsonl", samples)
-    status, created = api(stack.url, stack.token, "/api/runs", file=path,  # type: ignore[attr-defined]
+    status, created = api(stack.url, stack.token, "/api/runs", file=path,
                           fields={"dataset": "humaneval/python/en", "name": "live table"})
     assert status == 201, created
 
@@ -179,8 +179,9 @@ def test_the_table_curve_and_summary_follow_the_run_through_a_dropped_socket(
         page.wait_for_function("document.getElementById('pass-at-k-chart').data !== undefined")
 
 
-def test_the_status_filter_shows_the_rows_that_come_to_match_live(browser: Any, stack: Stack):
-    work: Path = stack.work  # type: ignore[attr-defined]
+def test_the_status_filter_shows_the_rows_that_come_to_match_live(browser: Any,
+                                                                   stack: SignedUpStack):
+    work: Path = stack.work
     first, rest = work / "filter-first", work / "filter-rest"
     answers = [("HumanEval/0", RIGHT_0), ("HumanEval/0", WRONG_0), ("HumanEval/2", RIGHT_2)]
     samples = [{"task_id": task_id,
@@ -188,7 +189,7 @@ def test_the_status_filter_shows_the_rows_that_come_to_match_live(browser: Any, 
                                            ran=str(work / f"filter-ran-{n}"), n=n) + answer}
                for n, (task_id, answer) in enumerate(answers)]
     path = write_jsonl(work / "filtered.jsonl", samples)
-    status, created = api(stack.url, stack.token, "/api/runs", file=path,  # type: ignore[attr-defined]
+    status, created = api(stack.url, stack.token, "/api/runs", file=path,
                           fields={"dataset": "humaneval/python/en", "name": "live filter"})
     assert status == 201, created
     zero, two = ('#problem-table tr[data-task="HumanEval/0"]',

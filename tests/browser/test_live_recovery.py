@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import (
+    SignedUpStack,
     embedded_stack,
     kill_web_server,
     screenshot,
@@ -21,7 +22,6 @@ from tests.browser.conftest import (
 )
 from tests.webapp.services.live_stack import api
 from tests.webapp.support import write_jsonl
-from webapp.stack import Stack
 
 pytestmark = pytest.mark.browser
 
@@ -38,7 +38,7 @@ GATED = ("    import os, time\n"
 
 
 @pytest.fixture(scope="module")
-def stack(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def stack(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SignedUpStack]:
     with embedded_stack(
         tmp_path_factory.mktemp("live-recovery"),
         WORKBENCH_CHUNK_SAMPLES="4",
@@ -52,7 +52,7 @@ def stack(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 @pytest.fixture
-def live_page(browser: Any, stack: Stack) -> Iterator[Any]:
+def live_page(browser: Any, stack: SignedUpStack) -> Iterator[Any]:
     with signed_in_page(browser, stack.url, timeout_ms=60_000) as page:
         yield page
 
@@ -62,13 +62,13 @@ def _log_count(page: Any) -> int:
 
 
 def test_the_live_page_rides_out_a_web_restart_and_a_lost_worker(live_page: Any,
-                                                                  stack: Stack):
+                                                                  stack: SignedUpStack):
     page = live_page
-    gate = stack.work / "faults-done"  # type: ignore[attr-defined]
+    gate = stack.work / "faults-done"
     samples = [{"task_id": "HumanEval/2", "completion": GATED.format(n=n, gate=str(gate))}
                for n in range(SAMPLES)]
-    path = write_jsonl(stack.work / "slow.jsonl", samples)  # type: ignore[attr-defined]
-    status, created = api(stack.url, stack.token, "/api/runs", file=path,  # type: ignore[attr-defined]
+    path = write_jsonl(stack.work / "slow.jsonl", samples)
+    status, created = api(stack.url, stack.token, "/api/runs", file=path,
                           fields={"dataset": "humaneval/python/en", "name": "faults"})
     assert status == 201, created
     page.goto(f"/runs/{created['id']}/")

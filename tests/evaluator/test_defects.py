@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,7 +44,7 @@ FILES = {
 
 
 @pytest.fixture(scope="module")
-def datasets(shared_dir: Path) -> Iterator[dict[tuple[str, str], Dataset]]:
+def datasets(shared_dir: Path) -> dict[tuple[str, str], Dataset]:
     loaded = {key: load_dataset(path=shared_dir / "datasets" / name)
               for key, name in FILES.items()}
     loaded[("humaneval", "python")] = load_dataset(
@@ -53,11 +53,12 @@ def datasets(shared_dir: Path) -> Iterator[dict[tuple[str, str], Dataset]]:
 
 
 def problem(**fields: str) -> Problem:
-    values = {"dataset": "humaneval-x", "task_id": "HumanEval/27", "language": "cpp",
-              "natural_language": "en", "prompt": "string filp_case(string s){\n",
-              "entry_point": "filp_case", "canonical_solution": "  return s;\n}\n",
-              "test": "int main(){ assert (filp_case(\"\") == \"\"); }\n", **fields}
-    return Problem(**values)  # type: ignore[arg-type]
+    values: dict[str, Any] = {
+        "dataset": "humaneval-x", "task_id": "HumanEval/27", "language": "cpp",
+        "natural_language": "en", "prompt": "string filp_case(string s){\n",
+        "entry_point": "filp_case", "canonical_solution": "  return s;\n}\n",
+        "test": "int main(){ assert (filp_case(\"\") == \"\"); }\n", **fields}
+    return Problem(**values)
 
 
 def test_registry_schema() -> None:

@@ -19,6 +19,7 @@ from evaluator import language_check
 from evaluator.datasets import load_dataset
 from evaluator.language_check import check_language
 from evaluator.languages.registry import display_name
+from evaluator.languages.toolchains import ToolchainError
 from evaluator.records import Problem, Sample
 from evaluator.samples import read_samples
 from tests.polyglot import LANGUAGES, generations, require_parser, write_dataset
@@ -143,7 +144,7 @@ def test_missing_parser_is_reported_not_raised(datasets, tmp_path, monkeypatch):
     monkeypatch.setattr(language_check, "_cache", {})
 
     def missing(_sources: list[str]) -> list[bool]:
-        raise language_check.ToolchainError("g++ is not installed")
+        raise ToolchainError("g++ is not installed")
 
     monkeypatch.setitem(language_check.FRONT_ENDS, "g++", missing)
     verdict = check_language(problems, samples)

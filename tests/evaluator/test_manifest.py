@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ def _first_line(*argv: str) -> str:
                 if line.strip())
 
 
-def _evaluated_manifest(backend_name: str) -> dict:
+def _evaluated_manifest(backend_name: str) -> dict[str, Any]:
     """A one-sample evaluation under `backend_name`, then the manifest of it."""
     problem = load_dataset().problems[0]
     sample = Sample(task_id=problem.task_id, index=0, raw=problem.canonical_solution,

@@ -8,10 +8,11 @@ kind of programs under the real sandboxes.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from evaluator.engine import Engine, EngineConfig, MemoryCache
+from evaluator.engine import Engine, EngineConfig, EngineEvent, MemoryCache, RunFinished
 from evaluator.records import CallCase, Problem, RunOptions, Sample, SampleResult
 from evaluator.sandbox.base import SandboxLimits
 
@@ -29,10 +30,10 @@ def check(candidate):
 
 
 def make_problem(test: str = TEST, prompt: str = PROMPT, entry: str = "add",
-                 **extra: object) -> Problem:
+                 **extra: Any) -> Problem:
     return Problem(dataset="fixture", task_id="HumanEval/0", language="python",
                    natural_language="en", prompt=prompt, entry_point=entry,
-                   canonical_solution="    return a + b\n", test=test, **extra)  # type: ignore[arg-type]
+                   canonical_solution="    return a + b\n", test=test, **extra)
 
 
 @pytest.fixture(scope="module")
@@ -253,6 +254,12 @@ def test_call_cases_without_expected_use_the_canonical_solution(engine: Engine) 
     assert bad.status == "failed"
 
 
+def _summary(events: list[EngineEvent]) -> RunFinished:
+    last = events[-1]
+    assert last["type"] == "run_finished"
+    return last
+
+
 def test_identical_programs_run_once_and_hit_the_cache(engine: Engine) -> None:
     problem = make_problem()
     cache = MemoryCache()
@@ -263,10 +270,10 @@ def test_identical_programs_run_once_and_hit_the_cache(engine: Engine) -> None:
         again = list(eng.evaluate({problem.task_id: problem}, samples))
     finished = [e for e in events if e["type"] == "sample_finished"]
     assert sorted(e["result"].completion_id for e in finished) == [0, 1, 2, 3, 4]
-    assert events[-1]["executed"] == 1
-    assert events[-1]["deduplicated"] == 4
-    assert again[-1]["cache_hits"] == 1
-    assert again[-1]["executed"] == 0
+    assert _summary(events)["executed"] == 1
+    assert _summary(events)["deduplicated"] == 4
+    assert _summary(again)["cache_hits"] == 1
+    assert _summary(again)["executed"] == 0
     assert all(e["result"].cached for e in again if e["type"] == "sample_finished")
 
 
@@ -292,7 +299,7 @@ def test_an_engine_keeps_its_runners_across_evaluations() -> None:
     with Engine(EngineConfig(backend="none", workers=1)) as eng:
         for _ in range(3):
             events = list(eng.evaluate({problem.task_id: problem}, [sample]))
-            assert events[-1]["executed"] == 1
+            assert _summary(events)["executed"] == 1
         assert len(eng._sessions) == 1
         assert eng._sessions[0].starts == 1
 

@@ -5,6 +5,7 @@ not "1 of 1". A program that finishes is left as it reported."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -21,11 +22,11 @@ TEST = ("\n\ndef check(candidate):\n    assert candidate(1, 2) == 3\n"
 STALLS_ON_2 = ("    if a == 2:\n        while True:\n            pass\n    return a + b\n")
 
 
-def _problem(**fields: object) -> Problem:
+def _problem(**fields: Any) -> Problem:
     return Problem(dataset="fixture", task_id="HumanEval/0", language="python",
                    natural_language="en", prompt=PROMPT, entry_point="add",
                    canonical_solution="    return a + b\n", test=TEST,
-                   **fields)  # type: ignore[arg-type]
+                   **fields)
 
 
 @pytest.fixture(scope="module")

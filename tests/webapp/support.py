@@ -49,7 +49,7 @@ def small_samples() -> list[dict[str, Any]]:
     ]
 
 
-class WebsocketClient(ApplicationCommunicator):  # type: ignore[misc]
+class WebsocketClient(ApplicationCommunicator):
     """Drives an ASGI websocket application in-process (channels.testing needs daphne)."""
 
     def __init__(self, application: Any, path: str, headers: list[tuple[bytes, bytes]],

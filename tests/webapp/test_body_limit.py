@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from webapp.body_limit import BodySizeLimit
 
 
-def _scope(length: int | None) -> dict:
+def _scope(length: int | None) -> dict[str, Any]:
     headers = [] if length is None else [(b"content-length", str(length).encode())]
     return {"type": "http", "method": "POST", "path": "/api/runs", "headers": headers}
 
 
-async def _call(scope: dict, chunks: list[bytes]) -> tuple[list[dict], int]:
+async def _call(scope: dict[str, Any], chunks: list[bytes]) -> tuple[list[dict[str, Any]], int]:
     reached = 0
 
     async def app(scope, receive, send):
@@ -31,7 +32,7 @@ async def _call(scope: dict, chunks: list[bytes]) -> tuple[list[dict], int]:
     async def receive():
         return queue.pop(0)
 
-    sent: list[dict] = []
+    sent: list[dict[str, Any]] = []
 
     async def send(message):
         sent.append(message)

@@ -15,7 +15,16 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
-from pygments.token import Comment, Keyword, Name, Number, Operator, String, _TokenType
+from pygments.token import (
+    Comment,
+    Keyword,
+    Name,
+    Number,
+    Operator,
+    String,
+    _TokenType,
+    is_token_subtype,
+)
 
 from evaluator.languages.registry import canonical_name, language_class
 
@@ -60,7 +69,7 @@ def _lexer_named(name: str) -> Lexer:
 @functools.lru_cache(maxsize=256)
 def _css_class(ttype: _TokenType) -> str:
     for parent, css in _CLASSES:
-        if ttype in parent:
+        if is_token_subtype(ttype, parent):
             return css
     return ""
 
@@ -76,7 +85,7 @@ def code_tokens(text: str, language: str) -> list[Token]:
             continue
         if not value.strip():
             kind = "ws"
-        elif ttype in Comment or ttype in String.Doc:
+        elif is_token_subtype(ttype, Comment) or is_token_subtype(ttype, String.Doc):
             # Docstrings are prose too: "ignore comments" in a diff ignores them.
             kind = "comment"
         else:
@@ -95,7 +104,7 @@ def render_tokens(tokens: Sequence[Token], marks: Iterable[str | None] | None = 
     parts: list[str] = []
     mark_list = list(marks) if marks is not None else [None] * len(tokens)
     for token, mark in zip(tokens, mark_list, strict=True):
-        body = escape(token.text)
+        body: str = escape(token.text)
         if token.css:
             body = f'<span class="{token.css}">{body}</span>'
         if mark:

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import replace
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -36,7 +36,7 @@ PROGRESS_EVERY = 25
 """Samples between two progress writes."""
 
 
-def patched_scoring_request(*, user: AbstractBaseUser, run: Run) -> PatchedScoring:
+def patched_scoring_request(*, user: User, run: Run) -> PatchedScoring:
     """Ask for the run's patched verdicts; the task is sent on commit.
 
     Who may: as for re-running the run (its owner, or an owner of its team). Refused for a
@@ -122,7 +122,7 @@ def _compute(*, scoring_id: int, claim: str, stop: threading.Event) -> bool:
         for event in engine.evaluate(problems, samples, cancel=stop):
             if event["type"] != "sample_finished":
                 continue
-            result = event["result"]  # type: ignore[typeddict-item]
+            result = event["result"]
             c[result.task_id] += int(result.passed)
             done += 1
             if done % PROGRESS_EVERY == 0:

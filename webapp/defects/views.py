@@ -19,6 +19,7 @@ from webapp.query_params import handles_bad_query
 from webapp.runs.models import Run
 from webapp.runs.reports import run_reported_ks
 from webapp.runs.selectors import get_run_for_user, run_can_manage
+from webapp.teams.signed_in import SignedInRequest
 
 PARTIAL = "runs/_defect_aware.html"
 
@@ -59,7 +60,7 @@ def run_defect_scores_status(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_patched_compute(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_patched_compute(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     try:
         patched_scoring_request(user=request.user, run=run)

@@ -9,7 +9,7 @@ verdict. The difference in pass@1 and its interval use the unthresholded c / n.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from evaluator.metrics import MetricError, PairedComparison, paired_comparison
 from webapp.benchmarks.diffs import CodeDiff, code_diff
@@ -99,6 +99,15 @@ def pair_comparison(*, a: Run, b: Run) -> Pair:
                             a_counts=a_counts, b_counts=b_counts, cell=cell))
     rows.sort(key=lambda row: row.number)
     return Pair(a=a, b=b, stats=stats, rows=rows, only_in_a=only_in_a, only_in_b=only_in_b)
+
+
+class PairFilters(TypedDict):
+    """The filters of the pair table, as read from the query (`filter_pair_rows`)."""
+
+    cell: str
+    differ: bool
+    failures: bool
+    status: str
 
 
 def filter_pair_rows(rows: list[PairRow], *, cell: str = "", differ: bool = False,

@@ -14,6 +14,7 @@ from webapp.benchmarks.selectors import problem_by_number
 from webapp.explore.compare_selectors import (
     CELL_NAMES,
     CELLS,
+    PairFilters,
     baseline_comparison,
     filter_pair_rows,
     pair_comparison,
@@ -60,7 +61,7 @@ def compare_pair(request: HttpRequest, a: int, b: int) -> HttpResponse:
     run_a = get_run_for_user(user=request.user, run_id=a)
     run_b = get_run_for_user(user=request.user, run_id=b)
     params = request.GET
-    filters = {
+    filters: PairFilters = {
         "cell": query_choice(params, "cell", CELLS),
         "differ": query_flag(params, "differ"),
         "failures": query_flag(params, "failures"),

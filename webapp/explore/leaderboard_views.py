@@ -16,6 +16,7 @@ from webapp.runs.selectors import visible_runs
 from webapp.runs.verified import DEFINITION as VERIFIED_DEFINITION
 from webapp.teams.models import Team
 from webapp.teams.selectors import get_team_for_user
+from webapp.teams.signed_in import SignedInRequest
 
 
 def _leaderboard(request: HttpRequest, runs: QuerySet[Run], *, team: Team | None) -> HttpResponse:
@@ -41,7 +42,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @handles_bad_query
-def team_leaderboard(request: HttpRequest, slug: str) -> HttpResponse:
+def team_leaderboard(request: SignedInRequest, slug: str) -> HttpResponse:
     """The team's runs that the viewer may see: public and team runs, and the viewer's own
     private ones."""
     team = get_team_for_user(user=request.user, slug=slug)

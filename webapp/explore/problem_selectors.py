@@ -60,8 +60,9 @@ def problem_verdict_grid(*, user: Viewer, problem: Problem,
             continue
         cells = rows.setdefault(model or name, [None] * len(datasets))
         column = column_of[dataset_id]
-        if cells[column] is not None:
-            cells[column].others += 1  # type: ignore[union-attr]
+        taken = cells[column]
+        if taken is not None:
+            taken.others += 1
             continue
         url = reverse("runs:samples", args=[run_id]) + "?" + urlencode({"task": problem.task_id})
         cells[column] = VerdictCell(run_id=run_id, run_name=name, n=n, c=c, url=url)

@@ -4,16 +4,17 @@ it lives here rather than in `webapp.teams`, which knows nothing of runs."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from webapp.runs.selectors import visible_runs
 from webapp.teams.forms import MemberForm
 from webapp.teams.selectors import get_team_for_user, team_memberships, team_role
+from webapp.teams.signed_in import SignedInRequest
 
 
 @login_required
-def team_detail(request: HttpRequest, slug: str) -> HttpResponse:
+def team_detail(request: SignedInRequest, slug: str) -> HttpResponse:
     team = get_team_for_user(user=request.user, slug=slug)
     runs = visible_runs(user=request.user).filter(team=team).select_related("dataset", "owner")
     return render(request, "teams/team_detail.html", {

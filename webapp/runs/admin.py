@@ -6,7 +6,7 @@ from webapp.runs.models import Run, RunChange
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(admin.ModelAdmin[Run]):
     list_display = ["pk", "name", "owner", "team", "visibility", "status", "done_count",
                     "samples_total", "created_at", "retracted_at", "deleted_at"]
     list_filter = ["status", "visibility"]
@@ -14,7 +14,7 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(RunChange)
-class RunChangeAdmin(admin.ModelAdmin):
+class RunChangeAdmin(admin.ModelAdmin[RunChange]):
     """The history is a record: it is read here, never written."""
 
     list_display = ["created_at", "run", "actor_name", "field", "before", "after"]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from ninja import Query, Router
+from ninja import P, QueryEx, Router, Schema
 
 from webapp.benchmarks.selectors import dataset_list
 from webapp.runs import api_schemas as schemas
@@ -27,6 +27,7 @@ from webapp.runs.selectors import get_run_for_user, run_result_lines, run_summar
 from webapp.runs.services import run_create
 from webapp.runs.uploads import Issue
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
+from webapp.teams.signed_in import SignedInRequest
 
 router = Router(tags=["runs"])
 
@@ -54,7 +55,7 @@ def read(path: str, **options: Any) -> Callable[[View], View]:
     return read_on(router, path, **options)
 
 
-def request_body(model: type[schemas.Schema], content_type: str = "application/json",
+def request_body(model: type[Schema], content_type: str = "application/json",
                  ) -> dict[str, object]:
     """An operation's documented request body, from a model of `api_schemas`, for views that
     read the body themselves so that their errors keep the API's own shape."""
@@ -78,7 +79,7 @@ def _issues(issues: tuple[Issue, ...] | list[Issue], status: int, message: str) 
               409: schemas.Duplicate, 413: schemas.InvalidFile, 401: schemas.Error},
     openapi_extra=request_body(schemas.RunUpload, "multipart/form-data"),
 )
-def runs_create(request: HttpRequest) -> HttpResponse:
+def runs_create(request: SignedInRequest) -> HttpResponse:
     """Upload a generations file and start its evaluation. Nothing is stored unless the whole
     file is valid; a 400 lists each problem with its line, column and field. With
     `dry_run=1`, check the file and answer its coverage without creating a run. A file already
@@ -126,7 +127,7 @@ def runs_create(request: HttpRequest) -> HttpResponse:
 )
 def runs_detail(
     request: HttpRequest, run_id: int,
-    problems: str = Query("1", description="0 leaves out the per-problem scores."),
+    problems: QueryEx[str, P(description="0 leaves out the per-problem scores.")] = "1",
 ) -> HttpResponse:
     """The run's status, progress, pass@k with 95% intervals, and with `problems` (unless
     `problems=0`) the scores of each problem. Poll it until `status` is finished, failed or

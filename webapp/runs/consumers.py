@@ -36,7 +36,7 @@ CATCH_UP_LIMIT = 5000
 """A viewer that missed more durable events than this gets a snapshot instead."""
 
 
-class RunConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+class RunConsumer(AsyncJsonWebsocketConsumer):
     """Forwards a run's live events to a browser that may see the run.
 
     Anonymous users and users who may not see the run are refused before the handshake

@@ -83,7 +83,10 @@ def queue_waiting(queue: str) -> int | None:
             connection.ensure_connection(max_retries=1, timeout=5)
             channel = connection.default_channel
             try:
-                declared = channel.queue_declare(queue=queue, passive=True)
+                # kombu-stubs give the default channel as the StdChannel base, which lacks
+                # the queue_declare that every transport's channel has.
+                declared = channel.queue_declare(  # type: ignore[attr-defined]
+                    queue=queue, passive=True)
             except Exception:
                 # A queue that was never declared, or was lost with the broker's memory,
                 # holds nothing.

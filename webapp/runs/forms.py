@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
@@ -78,7 +78,7 @@ class UploadForm(forms.Form):
         ),
     )
 
-    def __init__(self, *args: Any, user: AbstractBaseUser, api: bool = False, **kwargs: Any):
+    def __init__(self, *args: Any, user: User, api: bool = False, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.user = user
         self.api = api
@@ -97,14 +97,7 @@ class UploadForm(forms.Form):
         return dataset
 
     def clean_profile(self) -> str:
-        """The chosen profile's name, or "" for the dataset's default (`default_profile`)."""
-        name = (self.cleaned_data.get("profile") or "").strip()
-        if not name:
-            return ""
-        try:
-            return get_profile(name).name
-        except ValueError as exc:
-            raise forms.ValidationError(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
+        return clean_profile_name(self.cleaned_data.get("profile"))
 
     def clean_team(self) -> Team:
         slug = self.cleaned_data.get("team") or ""
@@ -137,6 +130,17 @@ def dataset_choices(datasets: list[Dataset]) -> list[tuple[str, list[tuple[str, 
         label = f"{d.key} ({d.problem_count} problems, version {d.version})"
         groups.setdefault(d.language, []).append((str(d.pk), label))
     return [(display_name(language), items) for language, items in groups.items()]
+
+
+def clean_profile_name(value: str | None) -> str:
+    """The chosen profile's name, or "" for the dataset's default (`default_profile`)."""
+    name = (value or "").strip()
+    if not name:
+        return ""
+    try:
+        return get_profile(name).name
+    except ValueError as exc:
+        raise forms.ValidationError(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
 
 
 def profile_help_text(dataset_names: list[str]) -> str:
@@ -178,7 +182,7 @@ class RunEditForm(forms.Form):
     team = forms.CharField(label="Team")
     visibility = forms.ChoiceField(choices=Run.Visibility.choices)
 
-    def __init__(self, *args: Any, user: AbstractBaseUser, run: Run, **kwargs: Any):
+    def __init__(self, *args: Any, user: User, run: Run, **kwargs: Any):
         super().__init__(*args, **kwargs)
         teams = list(teams_for_user(user=user))
         choices = [(t.slug, t.name) for t in teams]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core import signing
 from django.core.files.uploadedfile import UploadedFile
 
@@ -86,7 +86,7 @@ def too_large_issue() -> Issue:
 
 
 def intake_file(
-    *, user: AbstractBaseUser, uploaded: UploadedFile, dataset: Dataset, sanitize: bool,
+    *, user: User, uploaded: UploadedFile[bytes], dataset: Dataset, sanitize: bool,
     profile: str = "", allow_language_mismatch: bool = False,
 ) -> Intake:
     """Stage and check an uploaded file. On any error the staged copy is already deleted,
@@ -100,7 +100,7 @@ def intake_file(
     return _settle(user=user, check=check)
 
 
-def _settle(*, user: AbstractBaseUser, check: UploadCheck) -> Intake:
+def _settle(*, user: User, check: UploadCheck) -> Intake:
     """The intake of a checked file, discarding the staged copy when it cannot go on."""
     if not check.ok:
         intake = Intake(check=check, issues=check.issues)
@@ -114,7 +114,7 @@ def _settle(*, user: AbstractBaseUser, check: UploadCheck) -> Intake:
     return intake
 
 
-def intake_hold(intake: Intake, *, user: AbstractBaseUser, choices: dict[str, Any]) -> str:
+def intake_hold(intake: Intake, *, user: User, choices: dict[str, Any]) -> str:
     """Keep a checked upload for its confirmation: the token that `intake_redeem` takes.
     `choices` are the person's answers on the upload form (name, team, ...), given back
     by `intake_redeem` as they were; they must be JSON."""
@@ -131,7 +131,7 @@ def intake_hold(intake: Intake, *, user: AbstractBaseUser, choices: dict[str, An
 
 
 def intake_redeem(
-    token: str, *, user: AbstractBaseUser, switch_to: str = "",
+    token: str, *, user: User, switch_to: str = "",
     allow_language_mismatch: bool = False,
 ) -> tuple[Intake, dict[str, Any]]:
     """The held upload that `token` names, with the choices held with it.
@@ -203,13 +203,13 @@ def discard_staged(path: Path) -> None:
         _sidecar(path).unlink(missing_ok=True)
 
 
-def _stage(uploaded: UploadedFile) -> tuple[Path, str, int]:
+def _stage(uploaded: UploadedFile[bytes]) -> tuple[Path, str, int]:
     """Move an uploaded file into the staging folder; (path, sha256, size)."""
     _sweep_staging()
     suffix = ".jsonl.gz" if (uploaded.name or "").lower().endswith(".gz") else ".jsonl"
     target = staging_dir() / f"{secrets.token_hex(16)}{suffix}"
     if isinstance(uploaded, HashedUpload):
-        uploaded.file.flush()
+        uploaded.flush()
         # Same folder tree, so a rename: a large upload is not copied. Django's temporary
         # file tolerates its path having moved when it is closed.
         os.replace(uploaded.temporary_file_path(), target)

@@ -19,7 +19,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Q, QuerySet
@@ -81,7 +81,7 @@ def _notify_access(run_id: int) -> None:
         logger.warning("could not tell run %s's viewers of an access change: %s", run_id, exc)
 
 
-def clean_edit(*, user: AbstractBaseUser, run: Run, edit: RunEdit) -> dict[str, Any]:
+def clean_edit(*, user: User, run: Run, edit: RunEdit) -> dict[str, Any]:
     """The changed fields and their new values, checked; a `ValidationError` by field
     names everything wrong at once, and nothing is changed."""
     errors: dict[str, str] = {}
@@ -131,7 +131,7 @@ def clean_edit(*, user: AbstractBaseUser, run: Run, edit: RunEdit) -> dict[str, 
     return changes
 
 
-def run_update(*, user: AbstractBaseUser, run: Run, edit: RunEdit) -> list[RunChange]:
+def run_update(*, user: User, run: Run, edit: RunEdit) -> list[RunChange]:
     """Change a run's visibility, team, name or model; the changes recorded."""
     _require_manage(user=user, run=run)
     changes = clean_edit(user=user, run=run, edit=edit)
@@ -160,7 +160,7 @@ def run_update(*, user: AbstractBaseUser, run: Run, edit: RunEdit) -> list[RunCh
     return recorded
 
 
-def run_set_on_leaderboards(*, user: AbstractBaseUser, run: Run, listed: bool,
+def run_set_on_leaderboards(*, user: User, run: Run, listed: bool,
                             confirm: bool = False) -> bool:
     """Retract a run from the leaderboards (`listed=False`) or put it back; False when it
     already was so. A run held for review (`webapp.runs.verified`) is listed only with
@@ -190,7 +190,7 @@ def run_set_on_leaderboards(*, user: AbstractBaseUser, run: Run, listed: bool,
     return bool(changed)
 
 
-def run_resume(*, user: AbstractBaseUser, run: Run) -> None:
+def run_resume(*, user: User, run: Run) -> None:
     """Take a cancelled run up again: what it evaluated stays, the rest is queued."""
     _require_manage(user=user, run=run)
     with transaction.atomic():
@@ -222,7 +222,7 @@ def restore_deadline(run: Run) -> datetime | None:
     return run.deleted_at + timedelta(days=settings.DELETED_RUN_DAYS)
 
 
-def run_delete(*, user: AbstractBaseUser, run: Run) -> None:
+def run_delete(*, user: User, run: Run) -> None:
     """Hide a run everywhere; a run still going is cancelled first. It can be restored
     until `restore_deadline`, then the sweeper purges it."""
     _require_manage(user=user, run=run)
@@ -238,7 +238,7 @@ def run_delete(*, user: AbstractBaseUser, run: Run) -> None:
     run.refresh_from_db(fields=["deleted_at", "status"])
 
 
-def run_restore(*, user: AbstractBaseUser, run: Run) -> bool:
+def run_restore(*, user: User, run: Run) -> bool:
     """Bring a deleted run back as it was; False when it was not deleted."""
     _require_manage(user=user, run=run)
     with transaction.atomic():

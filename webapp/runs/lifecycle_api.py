@@ -42,6 +42,7 @@ from webapp.runs.selectors import get_run_for_user, run_summary
 from webapp.runs.services import run_cancel
 from webapp.runs.verified import run_verification
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
+from webapp.teams.signed_in import SignedInRequest
 
 EDITABLE = {"visibility", "team", "name", "model", "model_meta"}
 BODY_LIMIT = 64 * 1024
@@ -68,8 +69,9 @@ def _edit_from(body: dict[str, Any]) -> RunEdit:
     unknown = sorted(set(body) - EDITABLE)
     if unknown:
         raise ValidationError({field: "Not a field that can be changed." for field in unknown})
-    wrong = {field: "Give a string." for field in ("visibility", "team", "name", "model")
-             if field in body and not isinstance(body[field], str)}
+    wrong: dict[str, str] = {
+        field: "Give a string." for field in ("visibility", "team", "name", "model")
+        if field in body and not isinstance(body[field], str)}
     if wrong:
         raise ValidationError(wrong)
     return RunEdit(visibility=body.get("visibility"), team=body.get("team"),
@@ -84,7 +86,7 @@ def _edit_from(body: dict[str, Any]) -> RunEdit:
               **REFUSALS},
     openapi_extra=request_body(schemas.RunPatch),
 )
-def run_update_api(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_update_api(request: SignedInRequest, run_id: int) -> HttpResponse:
     """Change a run's visibility, team, name, model or model metadata. Only its owner or an
     owner of its team may; everything wrong is named at once and nothing is changed."""
     run = get_run_for_user(user=request.user, run_id=run_id)
@@ -99,7 +101,7 @@ def run_update_api(request: HttpRequest, run_id: int) -> HttpResponse:
     summary="Delete a run", tags=["lifecycle"],
     response={200: schemas.RunDeleted, 403: schemas.Error, **REFUSALS},
 )
-def run_delete_api(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_delete_api(request: SignedInRequest, run_id: int) -> HttpResponse:
     """Delete a run (cancelled first if still going). It can be restored until
     `restorable_until`, then it is purged."""
     run = get_run_for_user(user=request.user, run_id=run_id)
@@ -115,7 +117,7 @@ def run_delete_api(request: HttpRequest, run_id: int) -> HttpResponse:
     operation_id="run_restore", summary="Restore a deleted run", tags=["lifecycle"],
     response={200: schemas.RunRestored, 403: schemas.Error, **REFUSALS},
 )
-def run_restore_api(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_restore_api(request: SignedInRequest, run_id: int) -> HttpResponse:
     """Bring back a deleted run as it was."""
     run = get_deleted_run_for_user(user=request.user, run_id=run_id)
     run_restore(user=request.user, run=run)
@@ -130,7 +132,7 @@ def run_restore_api(request: HttpRequest, run_id: int) -> HttpResponse:
               **REFUSALS},
     openapi_extra=request_body(schemas.Listing),
 )
-def run_leaderboards_api(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_leaderboards_api(request: SignedInRequest, run_id: int) -> HttpResponse:
     """Retract a run from the leaderboards, or put it back. A run held for review (most
     samples failed to compile, or uploaded in another language) needs `confirm` too."""
     run = get_run_for_user(user=request.user, run_id=run_id)
@@ -151,7 +153,7 @@ def run_leaderboards_api(request: HttpRequest, run_id: int) -> HttpResponse:
     response={200: schemas.RunStatus, 400: schemas.InvalidRequest, 403: schemas.Error,
               **REFUSALS},
 )
-def run_cancel_api(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_cancel_api(request: SignedInRequest, run_id: int) -> HttpResponse:
     """Stop a queued or running run: queued work is dropped, running work stops after its
     current sample. What it evaluated is kept, and it can be resumed."""
     run = get_run_for_user(user=request.user, run_id=run_id)
@@ -167,7 +169,7 @@ def run_cancel_api(request: HttpRequest, run_id: int) -> HttpResponse:
     response={200: schemas.RunStatus, 400: schemas.InvalidRequest, 403: schemas.Error,
               **REFUSALS},
 )
-def run_resume_api(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_resume_api(request: SignedInRequest, run_id: int) -> HttpResponse:
     """Take a cancelled run up again: what it evaluated stays, the rest is queued."""
     run = get_run_for_user(user=request.user, run_id=run_id)
     run_resume(user=request.user, run=run)

@@ -31,6 +31,7 @@ from webapp.runs.lifecycle import (
 )
 from webapp.runs.models import Run
 from webapp.runs.selectors import get_run_for_user, run_can_manage
+from webapp.teams.signed_in import SignedInRequest
 
 
 def _managed_run(request: HttpRequest, run_id: int) -> Run:
@@ -56,7 +57,7 @@ def _initial(run: Run, request: HttpRequest) -> dict[str, object]:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def run_edit(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_edit(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = _managed_run(request, run_id)
     if request.method == "GET":
         form = RunEditForm(initial=_initial(run, request), user=request.user, run=run)
@@ -81,7 +82,7 @@ def run_edit(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_leaderboards(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_leaderboards(request: SignedInRequest, run_id: int) -> HttpResponse:
     """`listed=1` puts the run back on the leaderboards, `listed=0` retracts it; `confirm=1`
     lists a run held for review."""
     run = get_run_for_user(user=request.user, run_id=run_id)
@@ -106,7 +107,7 @@ def run_leaderboards(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def run_delete_confirm(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_delete_confirm(request: SignedInRequest, run_id: int) -> HttpResponse:
     """GET asks for confirmation; POST (the confirmation's button) deletes."""
     run = _managed_run(request, run_id)
     if request.method == "GET":
@@ -120,14 +121,14 @@ def run_delete_confirm(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @login_required
-def deleted_list(request: HttpRequest) -> HttpResponse:
+def deleted_list(request: SignedInRequest) -> HttpResponse:
     runs = [(run, restore_deadline(run)) for run in deleted_runs_for_user(user=request.user)]
     return render(request, "runs/deleted_list.html", {"runs": runs})
 
 
 @login_required
 @require_POST
-def run_restore_view(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_restore_view(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = get_deleted_run_for_user(user=request.user, run_id=run_id)
     if run_restore(user=request.user, run=run):
         messages.success(request, f"“{run.name}” was restored.")
@@ -136,7 +137,7 @@ def run_restore_view(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+def cancel(request: SignedInRequest, run_id: int) -> HttpResponse:
     """GET asks for confirmation; POST cancels (`views.cancel`)."""
     if request.method == "POST":
         return views.cancel(request, run_id)
@@ -149,7 +150,7 @@ def cancel(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def resume(request: HttpRequest, run_id: int) -> HttpResponse:
+def resume(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     try:
         run_resume(user=request.user, run=run)

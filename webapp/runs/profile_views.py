@@ -18,6 +18,7 @@ from webapp.runs.models import Run
 from webapp.runs.profile_reports import profile_entries, run_profiles_section
 from webapp.runs.rescoring import profile_comparison_request
 from webapp.runs.selectors import Viewer, get_run_for_user, run_can_manage
+from webapp.teams.signed_in import SignedInRequest
 
 SECTION_TEMPLATE = "runs/_profiles.html"
 
@@ -61,7 +62,7 @@ def run_profiles_status(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_profiles_compare(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_profiles_compare(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     try:
         profile_comparison_request(user=request.user, run=run)

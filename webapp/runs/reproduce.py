@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from django.urls import reverse
@@ -58,7 +58,7 @@ def active_reproduction(*, run: Run) -> Run | None:
     return run.reproductions.filter(status__in=Run.ACTIVE).order_by("-pk").first()
 
 
-def run_reproduce(*, user: AbstractBaseUser, run: Run) -> Run:
+def run_reproduce(*, user: User, run: Run) -> Run:
     """Start a reproduction of `run`, or return the one already under way."""
     refusal = reproduce_refusal(user=user, run=run)
     if refusal == EVALUATE_DENIED:

@@ -26,6 +26,7 @@ from webapp.runs.reproduce import (
     run_reproduce,
 )
 from webapp.runs.selectors import get_run_for_user
+from webapp.teams.signed_in import SignedInRequest
 
 
 def _manifest_response(request: HttpRequest, run_id: int) -> HttpResponse:
@@ -49,7 +50,7 @@ def manifest_api(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def reproduce(request: HttpRequest, run_id: int) -> HttpResponse:
+def reproduce(request: SignedInRequest, run_id: int) -> HttpResponse:
     """GET explains and asks for confirmation; POST (its button) starts the reproduction."""
     run = get_run_for_user(user=request.user, run_id=run_id)
     refusal = reproduce_refusal(user=request.user, run=run)

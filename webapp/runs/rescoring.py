@@ -18,10 +18,10 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
@@ -30,7 +30,7 @@ from django.utils import timezone
 from evaluator.engine import Engine, EngineConfig
 from evaluator.metrics import curve_with_ci, reportable_ks
 from evaluator.profiles import PROFILES, Profile, get_profile
-from evaluator.records import Problem, RunOptions, SampleResult, cap_text
+from evaluator.records import Problem, RunOptions, SampleResult, Status, cap_text
 from evaluator.records import Sample as EvaluatorSample
 from evaluator.rescoring import Rescored, compare, rescore
 from webapp.benchmarks.selectors import dataset_problems
@@ -52,7 +52,7 @@ def compared_profiles(run: Run) -> list[Profile]:
 
 
 # -- the request ----------------------------------------------------------------------------
-def profile_comparison_request(*, user: AbstractBaseUser, run: Run) -> ProfileComparison:
+def profile_comparison_request(*, user: User, run: Run) -> ProfileComparison:
     """Ask for the run to be compared under every profile; the task is sent on commit.
 
     Who may: as for cancel and re-run. Refused for a run that has not finished (its results
@@ -176,17 +176,20 @@ def _stored_results(*, run: Run, problems: dict[str, Problem]
     rows = (
         Sample.objects.filter(run=run).exclude(status="pending").order_by("position")
         .values_list("task_id", "index", "raw", "completion", "line", "is_full_program",
-                     "sanitized", "source_task_id", "status", "message", "result")
+                     "sanitized", "source_task_id", "status", "message", "program_hash",
+                     "result")
     )
     samples: list[EvaluatorSample] = []
     results: list[SampleResult] = []
     for (task_id, index, raw, completion, line, full, sanitized, source_id, status, message,
-         stored) in rows.iterator(chunk_size=1000):
+         program_hash, stored) in rows.iterator(chunk_size=1000):
         samples.append(EvaluatorSample(
             task_id=task_id, index=index, raw=raw, completion=completion, line=line,
             is_full_program=full, sanitized=sanitized, source_task_id=source_id))
         result = (SampleResult.from_dict(stored) if stored else
-                  SampleResult(task_id=task_id, completion_id=index, status=status,
+                  # Not pending, so the status is one of STATUSES.
+                  SampleResult(task_id=task_id, completion_id=index,
+                               status=cast(Status, status), program_hash=program_hash,
                                message=message))
         problem = problems.get(task_id)
         results.append(replace(result, task_id=task_id, completion_id=index,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol, cast
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
-from evaluator.records import STATUSES, SampleResult
+from evaluator.records import STATUSES, SampleResult, Status
 from webapp.runs.events import (
     DurableEvent,
     LogEntry,
@@ -25,9 +25,18 @@ from webapp.runs.profile_reports import run_profiles_json
 from webapp.runs.verified import run_verification
 from webapp.teams.models import Membership
 
-Viewer = AbstractBaseUser | AnonymousUser
+Viewer = User | AnonymousUser
 REPORTED_KS = (1, 10, 100)
 LOG_LENGTH = 50
+
+
+class OwnedByTeam(Protocol):
+    """What has an owner and a team: a run, a suite (`run_can_manage`)."""
+
+    @property
+    def owner_id(self) -> int: ...
+    @property
+    def team_id(self) -> int: ...
 
 
 def visible_runs(*, user: Viewer, reproductions: bool = False) -> QuerySet[Run]:
@@ -58,7 +67,7 @@ def get_run_for_user(*, user: Viewer, run_id: int) -> Run:
     return run
 
 
-def run_can_manage(*, user: Viewer, run: Run) -> bool:
+def run_can_manage(*, user: Viewer, run: OwnedByTeam) -> bool:
     """Cancel, re-run, edit, retract, delete and restore: the run's owner, or an owner of
     its team."""
     if not user.is_authenticated:
@@ -110,8 +119,10 @@ def sample_result(sample: Sample) -> SampleResult:
     """A finished sample's stored result (an empty one of its status if none was kept)."""
     if sample.result:
         return SampleResult.from_dict(sample.result)
+    # A finished sample's status is one of STATUSES (only a pending one is not).
     return SampleResult(task_id=sample.task_id, completion_id=sample.index,
-                        status=sample.status, message=sample.message)
+                        status=cast(Status, sample.status), program_hash=sample.program_hash,
+                        message=sample.message)
 
 
 def sample_log_entry(sample: Sample) -> LogEntry:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connections, models, transaction
 from django.utils import timezone
@@ -60,7 +60,7 @@ def plan_chunks(task_sizes: Iterable[tuple[str, int]], *, target: int) -> list[l
     return chunks
 
 
-def _require_member(*, user: AbstractBaseUser, team: Team) -> None:
+def _require_member(*, user: User, team: Team) -> None:
     if not Membership.objects.filter(team=team, user_id=user.pk).exists():
         raise PermissionDenied("You are not a member of that team.")
 
@@ -71,7 +71,7 @@ def _enqueue_start(run_id: int) -> None:
 
 def run_create(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     team: Team,
     check: UploadCheck,
     name: str,
@@ -153,9 +153,11 @@ def _insert_samples(values: list[dict[str, Any]]) -> None:
     defaults = {f.attname: f.get_db_prep_save(f.get_default(), connection) for f in fields}
     json_fields = [f for f in fields if isinstance(f, models.JSONField)]
     quote = connection.ops.quote_name
+    # Concrete fields always have a column (django-stubs allow None, for the other fields).
+    columns = [cast(str, f.column) for f in fields]
     # Names from the model's own metadata, quoted; the values travel as parameters.
     sql = (f"INSERT INTO {quote(Sample._meta.db_table)} "  # noqa: S608
-           f"({', '.join(quote(f.column) for f in fields)}) "
+           f"({', '.join(quote(column) for column in columns)}) "
            f"VALUES ({', '.join(['%s'] * len(fields))})")
     prepared = {f.attname: f for f in json_fields}
     # Most samples carry no notes: their empty list is encoded once, not once a sample
@@ -182,14 +184,14 @@ def _insert_samples(values: list[dict[str, Any]]) -> None:
             cursor.executemany(sql, rows[start:start + 2000])
 
 
-def run_change_record(*, run: Run, actor: AbstractBaseUser, field: str, before: str,
+def run_change_record(*, run: Run, actor: User, field: str, before: str,
                       after: str) -> None:
     """One entry of the run's audit trail (shown on the run page, `GET .../changes`)."""
     RunChange.objects.create(run=run, actor=actor, actor_name=actor.get_username()[:150],
                              field=field, before=before, after=after)
 
 
-def run_cancel(*, user: AbstractBaseUser, run: Run) -> bool:
+def run_cancel(*, user: User, run: Run) -> bool:
     """Stop a run: queued chunks are dropped, running ones stop after their current sample."""
     if not run_can_manage(user=user, run=run):
         raise PermissionDenied("Only the run's owner or a team owner can cancel it.")
@@ -210,7 +212,7 @@ def run_cancel(*, user: AbstractBaseUser, run: Run) -> bool:
     return True
 
 
-def run_rerun(*, user: AbstractBaseUser, run: Run, use_cache: bool = True) -> Run:
+def run_rerun(*, user: User, run: Run, use_cache: bool = True) -> Run:
     """A new run over the same samples, dataset and options, linked to the original."""
     if not run_can_manage(user=user, run=run):
         raise PermissionDenied("Only the run's owner or a team owner can re-run it.")
@@ -219,7 +221,7 @@ def run_rerun(*, user: AbstractBaseUser, run: Run, use_cache: bool = True) -> Ru
     return run_copy(owner=user, run=run, use_cache=use_cache, rerun_of=run)
 
 
-def run_copy(*, owner: AbstractBaseUser, run: Run, use_cache: bool, rerun_of: Run | None = None,
+def run_copy(*, owner: User, run: Run, use_cache: bool, rerun_of: Run | None = None,
              reproduction_of: Run | None = None) -> Run:
     """A new queued run over `run`'s samples, dataset and options, sent to the workers when
     the transaction commits. The caller has checked who may ask for it."""

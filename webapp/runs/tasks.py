@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery import shared_task
+from celery import Task, shared_task
 from celery.signals import worker_process_shutdown
 from django.conf import settings
 from django.db import transaction
@@ -39,7 +39,7 @@ def evaluate_run(run_id: int) -> None:
     soft_time_limit=settings.CHUNK_TIME_LIMIT,
     time_limit=settings.CHUNK_TIME_LIMIT + 30,
 )
-def evaluate_chunk(self, chunk_id: int) -> str:  # type: ignore[no-untyped-def]
+def evaluate_chunk(self: Task[[int], str], chunk_id: int) -> str:
     outcome = chunk_evaluate(chunk_id=chunk_id, worker=self.request.hostname or WORKER_NAME)
     if outcome.state == "retry":
         # The database went away mid-chunk; the chunk was given back. Try again after a

@@ -54,7 +54,7 @@ class HashedUpload(TemporaryUploadedFile):
     arrived, so the file is never read again just to hash it."""
 
     def __init__(self, name: str, content_type: str, size: int, charset: str | None,
-                 content_type_extra: dict[str, str] | None = None) -> None:
+                 content_type_extra: dict[str, bytes] | None = None) -> None:
         super().__init__(name, content_type, size, charset, content_type_extra)
         self.digest = hashlib.sha256()
 

@@ -148,15 +148,16 @@ def runs_verification(*, runs: Iterable[Run],
     runs = list(runs)
     ids = [run.pk for run in runs]
     counts = {
-        row["run_id"]: row for row in Sample.objects.filter(run_id__in=ids).filter(
+        row["run_id"]: (row["compile_errors"], row["suspicious"])
+        for row in Sample.objects.filter(run_id__in=ids).filter(
             Q(status="compile_error") | SUSPICIOUS).values("run_id").annotate(
             compile_errors=Count("pk", filter=Q(status="compile_error")),
             suspicious=Count("pk", filter=SUSPICIOUS))
     }
     if confirmed is None:
         confirmed = _confirmed(ids)
-    return {run.pk: _judge(run, compile_errors=counts.get(run.pk, {}).get("compile_errors", 0),
-                           suspicious=counts.get(run.pk, {}).get("suspicious", 0),
+    return {run.pk: _judge(run, compile_errors=counts.get(run.pk, (0, 0))[0],
+                           suspicious=counts.get(run.pk, (0, 0))[1],
                            confirmed=run.pk in confirmed)
             for run in runs}
 

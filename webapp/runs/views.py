@@ -3,6 +3,8 @@ scores, exports, cancel and re-run."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -65,6 +67,7 @@ from webapp.runs.selectors import (
 )
 from webapp.runs.services import run_cancel, run_create, run_rerun
 from webapp.teams.selectors import teams_for_user
+from webapp.teams.signed_in import SignedInRequest
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
@@ -75,7 +78,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def upload(request: HttpRequest) -> HttpResponse:
+def upload(request: SignedInRequest) -> HttpResponse:
     if request.method == "GET":
         return render(request, "runs/upload.html", {"form": UploadForm(user=request.user)})
     form = UploadForm(request.POST, request.FILES, user=request.user)
@@ -119,7 +122,7 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def upload_confirm(request: HttpRequest) -> HttpResponse:
+def upload_confirm(request: SignedInRequest) -> HttpResponse:
     form = ConfirmForm(request.POST)
     if not form.is_valid():
         messages.error(request, "That upload has expired or was already used; upload it again.")
@@ -266,28 +269,28 @@ def run_score(request: HttpRequest, run_id: int, k: int) -> HttpResponse:
     })
 
 
-def _download(body: object, content_type: str, filename: str) -> StreamingHttpResponse:
+def _download(body: Iterator[str], content_type: str, filename: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse(body, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
 
 @require_GET
-def export_matrix_csv(request: HttpRequest, run_id: int) -> HttpResponse:
+def export_matrix_csv(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     return _download(exports.matrix_csv(run), "text/csv; charset=utf-8",
                      exports.export_name(run, "_matrix.csv"))
 
 
 @require_GET
-def export_matrix_json(request: HttpRequest, run_id: int) -> HttpResponse:
+def export_matrix_json(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     return _download(exports.matrix_json(run), "application/json",
                      exports.export_name(run, "_matrix.json"))
 
 
 @require_GET
-def export_humaneval_results(request: HttpRequest, run_id: int) -> HttpResponse:
+def export_humaneval_results(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     return _download(exports.humaneval_results(run), "application/x-ndjson",
                      exports.export_name(run, "_results.jsonl"))
@@ -295,7 +298,7 @@ def export_humaneval_results(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+def cancel(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     if run_cancel(user=request.user, run=run):
         messages.success(request, "The run was cancelled.")
@@ -306,7 +309,7 @@ def cancel(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def rerun(request: HttpRequest, run_id: int) -> HttpResponse:
+def rerun(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     try:
         new = run_rerun(user=request.user, run=run,

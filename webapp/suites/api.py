@@ -26,6 +26,7 @@ from webapp.suites.forms import SuiteForm, SuiteUploadForm, paired_files
 from webapp.suites.selectors import get_suite_for_user, suite_summary
 from webapp.suites.services import MAX_FILES, suite_attach_runs, suite_create, suite_upload
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
+from webapp.teams.signed_in import SignedInRequest
 
 router = Router(tags=["suites"])
 
@@ -45,7 +46,7 @@ def _invalid(message: str, fields: dict[str, Any]) -> JsonResponse:
     response={201: schemas.SuiteSummary, 400: common.InvalidRequest, 401: common.Error},
     openapi_extra=request_body(schemas.SuiteCreate, "multipart/form-data"),
 )
-def suites_create(request: HttpRequest) -> HttpResponse:
+def suites_create(request: SignedInRequest) -> HttpResponse:
     """A suite gathers one model's runs across the variants of a benchmark (languages,
     translations) and shows them side by side. Upload its runs with
     `POST /api/suites/{suite_id}/runs`."""
@@ -80,7 +81,7 @@ def suites_detail(request: HttpRequest, suite_id: int) -> HttpResponse:
               413: common.InvalidFile, **WRITE_REFUSALS},
     openapi_extra=request_body(schemas.SuiteRunsUpload, "multipart/form-data"),
 )
-def suites_add_runs(request: HttpRequest, suite_id: int) -> HttpResponse:
+def suites_add_runs(request: SignedInRequest, suite_id: int) -> HttpResponse:
     """Upload several files at once, each with its `dataset` (paired in order), with the
     options of `POST /api/runs`: all or nothing, one bad file and no run is created (a 400
     lists each file's issues); `dry_run` only checks them (200). Or give `run` ids of

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from evaluator.defects import KINDS, DefectError, load_registry, parse_defect
@@ -121,7 +121,7 @@ class EntryChanged(ProposalError):
         self.entry = entry
 
 
-def defect_proposal_create(*, user: AbstractBaseUser, dataset: Dataset,
+def defect_proposal_create(*, user: User, dataset: Dataset,
                            variant: ProblemVariant, candidate: DefectCandidate,
                            draft: ProposalDraft, previewed: str) -> DefectProposal:
     """Files exactly the entry whose digest the preview gave (`previewed`), or raises
@@ -140,7 +140,7 @@ def defect_proposal_create(*, user: AbstractBaseUser, dataset: Dataset,
                             "proposal in the review queue.") from None
 
 
-def defect_proposal_review(*, user: AbstractBaseUser, proposal: DefectProposal,
+def defect_proposal_review(*, user: User, proposal: DefectProposal,
                            status: str) -> DefectProposal:
     """Staff mark a proposal accepted or rejected (or open again). Accepting records the
     decision only: the entry reaches the registry when a reviewer commits it there."""

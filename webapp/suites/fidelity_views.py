@@ -41,6 +41,7 @@ from webapp.suites.fidelity_services import (
     proposal_entry,
 )
 from webapp.suites.selectors import get_suite_for_user, suite_runs
+from webapp.teams.signed_in import SignedInRequest
 
 
 def _chart(fidelity: Fidelity) -> dict[str, Any]:
@@ -116,7 +117,7 @@ def _draft(post: Any) -> ProposalDraft:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def propose_defect(request: HttpRequest, dataset_id: int, number: int) -> HttpResponse:
+def propose_defect(request: SignedInRequest, dataset_id: int, number: int) -> HttpResponse:
     """GET: the form. POST `preview`: the exact registry entry, to confirm. POST `confirm`:
     files it. The candidate is computed again on every step from what the user may see,
     so a hand-made POST cannot file a problem that is not a candidate."""
@@ -156,7 +157,7 @@ def propose_defect(request: HttpRequest, dataset_id: int, number: int) -> HttpRe
 
 
 @login_required
-def proposal_queue(request: HttpRequest) -> HttpResponse:
+def proposal_queue(request: SignedInRequest) -> HttpResponse:
     proposals = DefectProposal.objects.select_related("dataset", "problem", "proposed_by")
     if not request.user.is_staff:
         proposals = proposals.filter(proposed_by=request.user)
@@ -169,7 +170,7 @@ def proposal_queue(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def proposal_review(request: HttpRequest, proposal_id: int) -> HttpResponse:
+def proposal_review(request: SignedInRequest, proposal_id: int) -> HttpResponse:
     """Staff only; anyone else gets a 404, as for a proposal that does not exist."""
     if not request.user.is_staff:
         raise Http404("No such proposal")

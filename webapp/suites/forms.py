@@ -5,12 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.http import QueryDict
 from django.utils.datastructures import MultiValueDict
 
 from webapp.benchmarks.selectors import dataset_list, dataset_lookup
-from webapp.runs.forms import UploadForm, model_meta_from_text, profile_help_text
+from webapp.runs.forms import (
+    UploadForm,
+    clean_profile_name,
+    model_meta_from_text,
+    profile_help_text,
+)
 from webapp.runs.models import Run
 from webapp.suites.services import SuiteFile
 from webapp.teams.selectors import teams_for_user
@@ -34,7 +39,7 @@ class SuiteForm(forms.Form):
         help_text="Runs uploaded into the suite get the same team and visibility.",
     )
 
-    def __init__(self, *args: Any, user: AbstractBaseUser, **kwargs: Any):
+    def __init__(self, *args: Any, user: User, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.user = user
         teams = list(teams_for_user(user=user))
@@ -66,7 +71,7 @@ class SuiteUploadForm(forms.Form):
         self.fields["profile"].help_text = profile_help_text(names)
 
     def clean_profile(self) -> str:
-        return UploadForm.clean_profile(self)  # type: ignore[arg-type]
+        return clean_profile_name(self.cleaned_data.get("profile"))
 
     def clean_sanitize(self) -> bool | None:
         # As for one file: a script that leaves the field out gets each dataset's reference

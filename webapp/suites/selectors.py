@@ -61,7 +61,7 @@ def get_suite_for_user(*, user: Viewer, suite_id: int) -> Suite:
 def suite_can_manage(*, user: Viewer, suite: Suite) -> bool:
     """Adding runs to a suite and uploading into it: its owner, or an owner of its team.
     The same rule as `run_can_manage`, which takes anything with an owner and a team."""
-    return run_can_manage(user=user, run=suite)  # type: ignore[arg-type]
+    return run_can_manage(user=user, run=suite)
 
 
 def suite_runs(*, user: Viewer, suite: Suite) -> list[Run]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -31,7 +31,7 @@ MAX_FILES = 12
 
 
 def suite_create(
-    *, owner: AbstractBaseUser, team: Team, name: str, model_name: str, revision: str = "",
+    *, owner: User, team: Team, name: str, model_name: str, revision: str = "",
     decoding: dict[str, Any] | None = None, visibility: str = Run.Visibility.TEAM,
     description: str = "",
 ) -> Suite:
@@ -49,7 +49,7 @@ def suite_create(
     )
 
 
-def _require_manager(*, user: AbstractBaseUser, suite: Suite) -> None:
+def _require_manager(*, user: User, suite: Suite) -> None:
     if not suite_can_manage(user=user, suite=suite):
         raise PermissionDenied("Only the suite's owner or an owner of its team can change it.")
 
@@ -76,7 +76,7 @@ def _check_variants(*, suite: Suite, datasets: Sequence[Dataset]) -> list[str]:
     return errors
 
 
-def suite_attach_runs(*, user: AbstractBaseUser, suite: Suite, runs: Sequence[Run]) -> int:
+def suite_attach_runs(*, user: User, suite: Suite, runs: Sequence[Run]) -> int:
     """Add runs the user may see (the caller found them through `visible_runs`); how many
     were added. All or none: any conflict raises `ValidationError` listing every one."""
     _require_manager(user=user, suite=suite)
@@ -92,7 +92,7 @@ def suite_attach_runs(*, user: AbstractBaseUser, suite: Suite, runs: Sequence[Ru
     return len(runs)
 
 
-def suite_remove_run(*, user: AbstractBaseUser, suite: Suite, run_id: int) -> bool:
+def suite_remove_run(*, user: User, suite: Suite, run_id: int) -> bool:
     """Take a run out of the suite (the run itself stays); False if it was not in it."""
     _require_manager(user=user, suite=suite)
     removed, _ = SuiteRun.objects.filter(suite=suite, run_id=run_id).delete()
@@ -106,7 +106,7 @@ def suite_remove_run(*, user: AbstractBaseUser, suite: Suite, run_id: int) -> bo
 class SuiteFile:
     """One file of a multi-file upload and the variant it was generated for."""
 
-    uploaded: UploadedFile
+    uploaded: UploadedFile[bytes]
     dataset: Dataset
 
 
@@ -157,7 +157,7 @@ def _run_meta(suite: Suite) -> dict[str, Any]:
 
 
 def suite_upload(
-    *, user: AbstractBaseUser, suite: Suite, files: Sequence[SuiteFile],
+    *, user: User, suite: Suite, files: Sequence[SuiteFile],
     sanitize: bool | None = None, profile: str = "", allow_language_mismatch: bool = False,
     dry_run: bool = False,
 ) -> SuiteUpload:

@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template import TemplateDoesNotExist, engines
+from django.template.backends.django import DjangoTemplates
 from django.template.loader import get_template
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -37,6 +38,7 @@ from webapp.suites.services import (
     suite_remove_run,
     suite_upload,
 )
+from webapp.teams.signed_in import SignedInRequest
 
 SUITES_PER_PAGE = 50
 DEFECT_AWARE_PARTIAL = "runs/_defect_aware.html"
@@ -57,7 +59,7 @@ def suite_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def suite_new(request: HttpRequest) -> HttpResponse:
+def suite_new(request: SignedInRequest) -> HttpResponse:
     if request.method == "GET":
         return render(request, "suites/suite_new.html", {"form": SuiteForm(user=request.user)})
     form = SuiteForm(request.POST, user=request.user)
@@ -111,7 +113,9 @@ def _has_defect_aware_partial() -> bool:
         get_template(DEFECT_AWARE_PARTIAL)
     except TemplateDoesNotExist:
         return False
-    return "defect_scores" in engines["django"].engine.template_libraries  # type: ignore[attr-defined]
+    backend = engines["django"]
+    return (isinstance(backend, DjangoTemplates)
+            and "defect_scores" in backend.engine.template_libraries)
 
 
 def _upload_page(request: HttpRequest, suite_id: int, *, form: SuiteUploadForm | None = None,
@@ -129,7 +133,7 @@ def _upload_page(request: HttpRequest, suite_id: int, *, form: SuiteUploadForm |
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def upload(request: HttpRequest, suite_id: int) -> HttpResponse:
+def upload(request: SignedInRequest, suite_id: int) -> HttpResponse:
     suite = get_suite_for_user(user=request.user, suite_id=suite_id)
     if not suite_can_manage(user=request.user, suite=suite):
         raise PermissionDenied("Only the suite's owner or an owner of its team can add to it.")
@@ -158,7 +162,7 @@ def upload(request: HttpRequest, suite_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def attach(request: HttpRequest, suite_id: int) -> HttpResponse:
+def attach(request: SignedInRequest, suite_id: int) -> HttpResponse:
     suite = get_suite_for_user(user=request.user, suite_id=suite_id)
     try:
         ids = query_ids(request.POST, "run", limit=MAX_FILES)
@@ -176,7 +180,7 @@ def attach(request: HttpRequest, suite_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def remove(request: HttpRequest, suite_id: int, run_id: int) -> HttpResponse:
+def remove(request: SignedInRequest, suite_id: int, run_id: int) -> HttpResponse:
     suite = get_suite_for_user(user=request.user, suite_id=suite_id)
     if suite_remove_run(user=request.user, suite=suite, run_id=run_id):
         messages.success(request, f"Run {run_id} was taken out of the suite; the run itself "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 from django.http import Http404
 
@@ -10,13 +10,13 @@ from webapp.teams.models import ApiToken, Membership, Team
 from webapp.teams.services import TOKEN_PREFIX, token_digest
 
 
-def teams_for_user(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
+def teams_for_user(*, user: User | AnonymousUser) -> QuerySet[Team]:
     if not user.is_authenticated:
         return Team.objects.none()
     return Team.objects.filter(memberships__user_id=user.pk).order_by("-personal", "name")
 
 
-def default_team(*, user: AbstractBaseUser) -> Team:
+def default_team(*, user: User) -> Team:
     """The user's personal team, or failing that the first team they belong to."""
     team = teams_for_user(user=user).first()
     if team is None:
@@ -24,7 +24,7 @@ def default_team(*, user: AbstractBaseUser) -> Team:
     return team
 
 
-def get_team_for_user(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Team:
+def get_team_for_user(*, user: User | AnonymousUser, slug: str) -> Team:
     """The team if `user` is a member; a 404 otherwise, so outsiders learn nothing."""
     team = teams_for_user(user=user).filter(slug=slug).first()
     if team is None:
@@ -32,7 +32,7 @@ def get_team_for_user(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> T
     return team
 
 
-def team_role(*, team: Team, user: AbstractBaseUser | AnonymousUser) -> str | None:
+def team_role(*, team: Team, user: User | AnonymousUser) -> str | None:
     if not user.is_authenticated:
         return None
     return (
@@ -46,7 +46,7 @@ def team_memberships(*, team: Team) -> QuerySet[Membership]:
     return team.memberships.select_related("user").order_by("-role", "user__username")
 
 
-def tokens_for_user(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:
+def tokens_for_user(*, user: User) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user_id=user.pk)
 
 

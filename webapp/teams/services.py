@@ -6,7 +6,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser, User
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -37,7 +37,7 @@ def _unique_slug(name: str) -> str:
     return slug
 
 
-def team_create(*, owner: AbstractBaseUser, name: str, personal: bool = False) -> Team:
+def team_create(*, owner: User, name: str, personal: bool = False) -> Team:
     with transaction.atomic():
         team = Team.objects.create(name=name, slug=_unique_slug(name), personal=personal)
         Membership.objects.create(team=team, user=owner, role=Membership.Role.OWNER)
@@ -53,7 +53,7 @@ def user_sign_up(*, username: str, password: str, email: str = "") -> User:
 
 
 def membership_add(
-    *, team: Team, actor: AbstractBaseUser, username: str, role: str = Membership.Role.MEMBER
+    *, team: Team, actor: User, username: str, role: str = Membership.Role.MEMBER
 ) -> Membership:
     _require_owner(team=team, actor=actor)
     if team.personal:
@@ -70,7 +70,7 @@ def membership_add(
         raise ValidationError(f"{username} is already a member of {team.name}.") from None
 
 
-def membership_remove(*, team: Team, actor: AbstractBaseUser, user_id: int) -> None:
+def membership_remove(*, team: Team, actor: User, user_id: int) -> None:
     _require_owner(team=team, actor=actor)
     with transaction.atomic():
         membership = Membership.objects.select_for_update().filter(
@@ -84,14 +84,14 @@ def membership_remove(*, team: Team, actor: AbstractBaseUser, user_id: int) -> N
         membership.delete()
 
 
-def _require_owner(*, team: Team, actor: AbstractBaseUser) -> None:
+def _require_owner(*, team: Team, actor: User) -> None:
     if not Membership.objects.filter(
         team=team, user_id=actor.pk, role=Membership.Role.OWNER
     ).exists():
         raise PermissionDenied("Only a team's owners can change its members.")
 
 
-def token_issue(*, user: AbstractBaseUser, name: str) -> IssuedToken:
+def token_issue(*, user: User, name: str) -> IssuedToken:
     prefix = secrets.token_hex(4)
     secret = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
     token = ApiToken.objects.create(
@@ -100,7 +100,7 @@ def token_issue(*, user: AbstractBaseUser, name: str) -> IssuedToken:
     return IssuedToken(token=token, secret=secret)
 
 
-def token_revoke(*, user: AbstractBaseUser, token_id: int) -> bool:
+def token_revoke(*, user: User, token_id: int) -> bool:
     """Revoke one of `user`'s tokens; False when there is no such active token."""
     return bool(
         ApiToken.objects.filter(pk=token_id, user_id=user.pk, revoked_at=None).update(

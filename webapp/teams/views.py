@@ -25,6 +25,7 @@ from webapp.teams.services import (
     token_revoke,
     user_sign_up,
 )
+from webapp.teams.signed_in import SignedInRequest
 
 
 @require_http_methods(["GET", "POST"])
@@ -43,7 +44,7 @@ def signup(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def team_list(request: HttpRequest) -> HttpResponse:
+def team_list(request: SignedInRequest) -> HttpResponse:
     form = TeamForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         team = team_create(owner=request.user, name=form.cleaned_data["name"])
@@ -54,7 +55,7 @@ def team_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def member_add(request: HttpRequest, slug: str) -> HttpResponse:
+def member_add(request: SignedInRequest, slug: str) -> HttpResponse:
     team = get_team_for_user(user=request.user, slug=slug)
     form = MemberForm(request.POST)
     if form.is_valid():
@@ -69,7 +70,7 @@ def member_add(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def member_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
+def member_remove(request: SignedInRequest, slug: str, user_id: int) -> HttpResponse:
     team = get_team_for_user(user=request.user, slug=slug)
     try:
         membership_remove(team=team, actor=request.user, user_id=user_id)
@@ -80,7 +81,7 @@ def member_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: SignedInRequest) -> HttpResponse:
     form = TokenForm(request.POST or None)
     issued = None
     if request.method == "POST" and form.is_valid():
@@ -93,7 +94,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
+def token_revoke_view(request: SignedInRequest, token_id: int) -> HttpResponse:
     if not token_revoke(user=request.user, token_id=token_id):
         raise Http404("No such active token")
     messages.success(request, "The token was revoked.")

@@ -49,6 +49,12 @@ import sys
 import tempfile
 import time
 
+# Annotations only: the runner does not import `typing` (it starts with each worker, and
+# imports no more than it uses). mypy takes a name TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 import landlock  # noqa: E402
@@ -107,7 +113,7 @@ def _phase(name: str) -> None:
     _phase_clock = now
 
 
-def _set_limits(limits: dict, *, address_space: bool = True) -> None:
+def _set_limits(limits: dict[str, Any], *, address_space: bool = True) -> None:
     def cap(which: int, value: int) -> None:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(which, (value, value))
@@ -137,7 +143,7 @@ def _drop_privileges() -> None:
         os._exit(126)  # never run a program as root by mistake
 
 
-def _child_setup(scratch: str, limits: dict, *, address_space: bool = True) -> None:
+def _child_setup(scratch: str, limits: dict[str, Any], *, address_space: bool = True) -> None:
     os.setsid()
     # Should memory run out in the sandbox's cgroup, the kernel kills the program first.
     with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
@@ -218,7 +224,7 @@ class _ReportReader(_Reader):
         return chunk
 
 
-def _report_reader(fd: int, nonce: str, job: dict) -> _Reader:
+def _report_reader(fd: int, nonce: str, job: dict[str, Any]) -> _Reader:
     if job.get("stream"):
         return _ReportReader(fd, REPORT_LIMIT, nonce, job.get("id"))
     return _Reader(fd, REPORT_LIMIT)
@@ -268,7 +274,7 @@ def _reap() -> None:
             return
 
 
-def _supervise(pid: int, readers: list[_Reader], limits: dict) -> dict:
+def _supervise(pid: int, readers: list[_Reader], limits: dict[str, Any]) -> dict[str, Any]:
     """Wait for child `pid` while draining its pipes; enforce wall time and output size."""
     watch = _Watch(pid, readers, limits)
     while watch.waiting():
@@ -279,7 +285,7 @@ def _supervise(pid: int, readers: list[_Reader], limits: dict) -> dict:
 class _Watch:
     """One child under supervision: its pipes, its limits, and how it ended."""
 
-    def __init__(self, pid: int, readers: list[_Reader], limits: dict) -> None:
+    def __init__(self, pid: int, readers: list[_Reader], limits: dict[str, Any]) -> None:
         self.pid = pid
         self.readers = readers
         self.limits = limits
@@ -337,7 +343,7 @@ class _Watch:
             if reader.fd in ready:
                 reader.read()
 
-    def result(self) -> dict:
+    def result(self) -> dict[str, Any]:
         # What was still in the pipes when the program ended counts too: a program that
         # writes past the limit and exits at once broke it as surely as one still writing.
         if self._output() > self.output_limit:
@@ -379,9 +385,9 @@ class _Watch:
         _, self.status, self.rusage = os.wait4(self.pid, 0)
 
 
-def _parse_report(raw: bytes, nonce: str) -> tuple[list[dict], int]:
+def _parse_report(raw: bytes, nonce: str) -> tuple[list[dict[str, Any]], int]:
     """Records are `<nonce> <json>` lines; anything else is counted as a forgery attempt."""
-    records: list[dict] = []
+    records: list[dict[str, Any]] = []
     forged = 0
     prefix = nonce.encode() + b" "
     for line in raw.split(b"\n"):
@@ -402,7 +408,7 @@ def _parse_report(raw: bytes, nonce: str) -> tuple[list[dict], int]:
     return records, forged
 
 
-def _harness(job: dict) -> object:
+def _harness(job: dict[str, Any]) -> object:
     """The harness module `job` names, imported on first use and kept.
 
     It is imported without its folder on `sys.path`, under its file's name, which the
@@ -425,7 +431,7 @@ def _harness(job: dict) -> object:
     return module
 
 
-def _run_harness(job: dict, scratch: str) -> dict:
+def _run_harness(job: dict[str, Any], scratch: str) -> dict[str, Any]:
     """Fork the program from this lean runner; should it import a preload module, run it
     again, from the start, in a child of a fork that imported it first."""
     global _preload_streak
@@ -448,7 +454,7 @@ def _run_harness(job: dict, scratch: str) -> dict:
     return _run_preloaded(job, scratch)
 
 
-def _run_preloaded(job: dict, scratch: str) -> dict:
+def _run_preloaded(job: dict[str, Any], scratch: str) -> dict[str, Any]:
     """The job, run by a fork of this runner that first imports the preload modules.
 
     That fork supervises the program as we would, and hands us its result; the program
@@ -477,7 +483,7 @@ def _run_preloaded(job: dict, scratch: str) -> dict:
     leftovers = _sweep()
     if not chunks:
         raise RuntimeError("the runner's preloaded fork ended without a result")
-    result: dict = json.loads(b"".join(chunks))
+    result: dict[str, Any] = json.loads(b"".join(chunks))
     if leftovers and result["steps"]:
         result["steps"][-1]["leftover_processes"] = leftovers
     return result
@@ -505,7 +511,7 @@ class _PreloadTrap:
             self.exit(0)
 
 
-def _run_harness_child(job: dict, scratch: str, *, trap: list[str]) -> dict:
+def _run_harness_child(job: dict[str, Any], scratch: str, *, trap: list[str]) -> dict[str, Any]:
     limits = job.get("limits", {})
     nonce = secrets.token_hex(16)
     harness = _harness(job)
@@ -547,8 +553,8 @@ def _run_harness_child(job: dict, scratch: str, *, trap: list[str]) -> dict:
     return {"steps": [step], "records": records, "forged_lines": forged}
 
 
-def _run_step(step: dict, scratch: str, env: dict, nonce: str | None,
-              job: dict | None = None) -> tuple[dict, bytes]:
+def _run_step(step: dict[str, Any], scratch: str, env: dict[str, str], nonce: str | None,
+              job: dict[str, Any] | None = None) -> tuple[dict[str, Any], bytes]:
     limits = step.get("limits", {})
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -585,8 +591,8 @@ def _run_step(step: dict, scratch: str, env: dict, nonce: str | None,
     return result, report
 
 
-def _exec_step(step: dict, env: dict, scratch: str, pipes: tuple[int, int, int | None],
-               stdin_data: str | None) -> None:
+def _exec_step(step: dict[str, Any], env: dict[str, str], scratch: str,
+               pipes: tuple[int, int, int | None], stdin_data: str | None) -> None:
     """In the step's child: its pipes at 1, 2 and the report fd, its stdin, then exec."""
     out_w, err_w, rep_w = pipes
     os.dup2(out_w, 1)
@@ -622,7 +628,7 @@ def _write_file(scratch: str, rel: str, content: bytes) -> None:
         parent = os.path.dirname(parent)
 
 
-def _run_command(job: dict, scratch: str) -> dict:
+def _run_command(job: dict[str, Any], scratch: str) -> dict[str, Any]:
     for rel, content in job.get("files", {}).items():
         _write_file(scratch, rel, content.encode("utf-8"))
     for rel, content in job.get("binary_files", {}).items():
@@ -630,8 +636,8 @@ def _run_command(job: dict, scratch: str) -> dict:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch,
            "TMPDIR": scratch, "LANG": "C.UTF-8"}
     env.update(job.get("env", {}))
-    steps: list[dict] = []
-    records: list[dict] = []
+    steps: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
     forged = 0
     for step in job["steps"]:
         nonce = secrets.token_hex(16) if step.get("report") else None
@@ -652,7 +658,7 @@ class _Service:
     each item as an int32 length and its bytes. It runs as a program would (own session,
     the job user, rlimits) in a directory of its own, and keeps running between jobs."""
 
-    def __init__(self, spec: dict, scratch_root: str) -> None:
+    def __init__(self, spec: dict[str, Any], scratch_root: str) -> None:
         self.key = json.dumps(spec, sort_keys=True)
         self.home = tempfile.mkdtemp(prefix="service-", dir=scratch_root)
         os.chmod(self.home, 0o700)
@@ -790,7 +796,7 @@ def _frame_items(data: bytearray) -> list[bytes] | None:
 _SERVICES: dict[str, _Service] = {}
 
 
-def _run_service(job: dict, scratch_root: str) -> dict:
+def _run_service(job: dict[str, Any], scratch_root: str) -> dict[str, Any]:
     """Answer a request with a service: its answer's first item is the exit status, its
     second what it printed, and the rest come back base64-encoded as `outputs`."""
     spec = job["service"]
@@ -834,7 +840,7 @@ def _run_service(job: dict, scratch_root: str) -> dict:
     return {"steps": [step], "records": [], "forged_lines": 0, "outputs": outputs}
 
 
-def run_job(job: dict, scratch_root: str) -> dict:
+def run_job(job: dict[str, Any], scratch_root: str) -> dict[str, Any]:
     global _PHASES, _phase_clock
     _PHASES = {} if job.get("profile") else None
     _phase_clock = time.monotonic()

@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from language_support import evaluate_one, local_engine
@@ -20,7 +21,7 @@ from evaluator.languages.cpp import (
     prelude,
     rewrite_test,
 )
-from evaluator.records import Problem, RunOptions, Sample, SampleResult
+from evaluator.records import Problem, RunOptions, Sample, SampleResult, TestSet
 from evaluator.selfcheck import selfcheck, summarize
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
@@ -49,8 +50,8 @@ EXAMPLE = "#undef NDEBUG\n#include<assert.h>\nint main(){\n    assert (add(1, 2)
 
 
 def make_problem(test: str = TEST, prompt: str = PROMPT, **fields: str) -> Problem:
-    values = {"declaration": DECLARATION, "example_test": EXAMPLE,
-              "canonical_solution": "    return a + b;\n}\n", **fields}
+    values: dict[str, Any] = {"declaration": DECLARATION, "example_test": EXAMPLE,
+                              "canonical_solution": "    return a + b;\n}\n", **fields}
     return Problem(dataset="humaneval-x", task_id="HumanEval/0", language="cpp",
                    natural_language="en", prompt=prompt, entry_point="add", test=test,
                    source_id="CPP/0", **values)
@@ -330,9 +331,9 @@ def test_shared_instantiations_show_values_as_before(engine: Engine) -> None:
 @needs_gxx
 @pytest.mark.slow
 @pytest.mark.parametrize("tests", ["hidden", "example"])
-def test_selfcheck_humaneval_x_cpp(shared_dir: Path, tests: str) -> None:
+def test_selfcheck_humaneval_x_cpp(shared_dir: Path, tests: TestSet) -> None:
     dataset = load_dataset(path=shared_dir / "datasets/humaneval-x/humaneval_cpp.jsonl.gz")
-    failures = selfcheck(dataset, tests=tests, backend="none")  # type: ignore[arg-type]
+    failures = selfcheck(dataset, tests=tests, backend="none")
     unexplained = [(f.task_id, f.status, f.message) for f in failures if not f.explained]
     assert unexplained == []
     assert summarize(dataset, failures).passed >= 158

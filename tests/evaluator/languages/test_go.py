@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from language_support import evaluate_one, gone, local_engine
@@ -40,15 +41,15 @@ EXAMPLE = ("func TestAdd(t *testing.T) {\n    assert := assert.New(t)\n"
 CORRECT = "    return a + b\n}\n"
 
 
-def make_problem(**fields: object) -> Problem:
-    values: dict[str, object] = {
+def make_problem(**fields: Any) -> Problem:
+    values: dict[str, Any] = {
         "prompt": PROMPT, "declaration": DECLARATION, "test": TEST, "example_test": EXAMPLE,
         "canonical_solution": CORRECT, "extra": {"import": IMPORT, "test_setup": SETUP},
     }
     values.update(fields)
     return Problem(dataset="humaneval-x", task_id="HumanEval/53", language="go",
                    natural_language="en", entry_point="Add", source_id="Go/53",
-                   **values)  # type: ignore[arg-type]
+                   **values)
 
 
 def sample(completion: str, task_id: str = "HumanEval/53") -> Sample:
@@ -297,6 +298,6 @@ def test_the_toolchain_is_usable_read_only() -> None:
 def test_every_humaneval_x_canonical_passes_or_is_registered(shared_dir: Path) -> None:
     dataset = load_dataset(path=shared_dir / "datasets" / "humaneval-x" / "humaneval_go.jsonl.gz")
     for tests in ("hidden", "example"):
-        failures = selfcheck(dataset, tests=tests, backend="none")  # type: ignore[arg-type]
+        failures = selfcheck(dataset, tests=tests, backend="none")
         unexplained = [(f.task_id, f.status, f.message) for f in failures if not f.explained]
         assert unexplained == []

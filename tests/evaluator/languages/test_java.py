@@ -6,6 +6,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from language_support import evaluate_one, local_engine, processes_with
@@ -78,8 +79,9 @@ MULTIPL_E_TEST = """    }
 
 
 def make_problem(test: str = TEST, **fields: str) -> Problem:
-    values = {"declaration": DECLARATION, "example_test": EXAMPLE, "prompt": PROMPT,
-              "canonical_solution": "        return a + b;\n    }\n}\n", **fields}
+    values: dict[str, Any] = {
+        "declaration": DECLARATION, "example_test": EXAMPLE, "prompt": PROMPT,
+        "canonical_solution": "        return a + b;\n    }\n}\n", **fields}
     return Problem(dataset="humaneval-x", task_id="HumanEval/0", language="java",
                    natural_language="en", entry_point="add", test=test, source_id="Java/0",
                    **values)
@@ -308,13 +310,13 @@ def test_the_warm_compiler_gives_the_verdicts_of_javac_itself() -> None:
     samples = [Sample(task_id=problem.task_id, index=i, raw=text, completion=text)
                for i, text in enumerate(WARM_CASES.values())]
     verdicts = {}
-    for warm in (True, False):
-        config = EngineConfig(backend="none", workers=2, warm_compilers=warm)
+    for warm_compilers in (True, False):
+        config = EngineConfig(backend="none", workers=2, warm_compilers=warm_compilers)
         with Engine(config) as engine:
             results = sorted((e["result"] for e in engine.evaluate(
                 {problem.task_id: problem}, samples) if e["type"] == "sample_finished"),
                 key=lambda r: r.completion_id)
-        verdicts[warm] = results
+        verdicts[warm_compilers] = results
     for name, warm, cold in zip(WARM_CASES, verdicts[True], verdicts[False], strict=True):
         assert _comparable(warm) == _comparable(cold), name
         assert warm.compile_ms > 0, name

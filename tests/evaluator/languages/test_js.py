@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from language_support import evaluate_one, gone, local_engine
@@ -37,8 +38,8 @@ CORRECT = "  return a + b\n}\n"
 
 
 def make_problem(**fields: str) -> Problem:
-    values = {"prompt": PROMPT, "declaration": DECLARATION, "test": TEST,
-              "example_test": EXAMPLE, "canonical_solution": CORRECT, **fields}
+    values: dict[str, Any] = {"prompt": PROMPT, "declaration": DECLARATION, "test": TEST,
+                              "example_test": EXAMPLE, "canonical_solution": CORRECT, **fields}
     return Problem(dataset="humaneval-x", task_id="HumanEval/53", language="js",
                    natural_language="en", entry_point="add", source_id="JavaScript/53",
                    **values)
@@ -238,5 +239,5 @@ def test_every_humaneval_x_canonical_passes_or_is_registered(shared_dir: Path) -
     path = shared_dir / "datasets" / "humaneval-x" / "humaneval_js.jsonl.gz"
     dataset = load_dataset(path=path)
     for tests in ("hidden", "example"):
-        failures = selfcheck(dataset, tests=tests, backend="none")  # type: ignore[arg-type]
+        failures = selfcheck(dataset, tests=tests, backend="none")
         assert [(f.task_id, f.message) for f in failures if not f.explained] == []

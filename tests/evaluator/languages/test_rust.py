@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from language_support import evaluate_one, gone, local_engine
@@ -50,8 +51,8 @@ CORRECT = "    return a + b;\n}\n"
 
 
 def make_problem(**fields: str) -> Problem:
-    values = {"prompt": PROMPT, "declaration": DECLARATION, "test": TEST,
-              "canonical_solution": CORRECT, **fields}
+    values: dict[str, Any] = {"prompt": PROMPT, "declaration": DECLARATION, "test": TEST,
+                              "canonical_solution": CORRECT, **fields}
     return Problem(dataset="humaneval-x", task_id="HumanEval/53", language="rust",
                    natural_language="en", entry_point="add", source_id="Rust/53", **values)
 

@@ -6,6 +6,7 @@ import gzip
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from evaluator.samples import FileIssue, iter_records, read_samples
 GOOD = {"task_id": "HumanEval/0", "completion": "    return False\n"}
 
 
-def only_issue(path: Path, problems: list[Problem], **kwargs: int) -> FileIssue:
+def only_issue(path: Path, problems: list[Problem], **kwargs: Any) -> FileIssue:
     result = read_samples(path, problems, **kwargs)
     assert not result.ok
     assert len(result.issues) == 1, result.issues

@@ -58,7 +58,7 @@ def test_gvisor_shows_no_host_file_and_bounds_its_writable_storage(sandbox: Sand
     a few read-only binds, and a size-limited tmpfs."""
     process = sandbox.session.process
     assert process is not None
-    assert "do" not in process.args  # type: ignore[operator]
+    assert "do" not in process.args
     workdir = sandbox.session.workdir
     assert workdir is not None
     config = json.loads((workdir / "bundle" / "config.json").read_text())

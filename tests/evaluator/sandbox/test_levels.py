@@ -140,7 +140,7 @@ class FakeBackend(Backend):
     def probe(self) -> str | None:
         return None
 
-    def command(self, spec):  # type: ignore[no-untyped-def]
+    def command(self, spec):
         raise AssertionError("not launched")
 
 

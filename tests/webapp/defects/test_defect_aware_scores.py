@@ -25,6 +25,7 @@ import hashlib
 import json
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -46,7 +47,7 @@ RIGHT_3 = ("    balance = 0\n    for op in operations:\n        balance += op\n"
            "        if balance < 0:\n            return True\n    return False\n")
 
 
-def _entry(defect_id: str, task_id: str, kind: str, **more) -> dict:
+def _entry(defect_id: str, task_id: str, kind: str, **more) -> dict[str, Any]:
     return {"id": defect_id, "dataset": "humaneval", "language": "python", "task_id": task_id,
             "kind": kind, "defect": f"{kind} in {task_id}", "evidence": "written for a test",
             "effect": "known", **more}
@@ -122,11 +123,13 @@ def test_three_numbers_on_a_hand_checked_run(run_a, personas, django_capture_on_
     # "original" is the run's own stored score, interval and all.
     stored = RunMetric.objects.get(run=run_a, k=1)
     original = three.way("original").at(1)
+    assert original is not None
     assert (original.value, original.low, original.high) == pytest.approx(
         (stored.value, stored.low, stored.high))
     # "excluding" is the same bootstrap over the problems left.
     (expected,) = curve_with_ci([2, 2], [1, 0], [1], task_ids=["HumanEval/0", "HumanEval/3"])
     excluding = three.way("excluding").at(1)
+    assert excluding is not None
     assert (excluding.low, excluding.high) == pytest.approx((expected.low, expected.high))
 
     client = client_for(personas.owner)

@@ -51,7 +51,10 @@ def test_leader_and_paired_ties(personas, runs):
     # problem in three, which a paired bootstrap cannot tell from chance.
     assert cells["beta"].tied
     assert cells["beta"].method == "paired"
-    assert cells["beta"].diff_low <= 0 <= cells["beta"].diff_high
+    beta = cells["beta"]
+    assert beta.diff_low is not None
+    assert beta.diff_high is not None
+    assert beta.diff_low <= 0 <= beta.diff_high
     # gamma shares /0 and /2 with alpha and is half a sample worse on both: the paired
     # test separates them, although gamma's interval overlaps alpha's.
     assert not cells["gamma"].tied

@@ -57,7 +57,7 @@ def test_the_websocket_forwards_test_reported_events(personas, unstarted_run,
         assert connected
         assert (await communicator.receive_json_from(timeout=5))["type"] == "snapshot"
         await database_sync_to_async(evaluate_run.delay)(run.pk)
-        events = []
+        events: list[dict[str, Any]] = []
         while not events or events[-1]["type"] != "run_finished":
             events.append(await communicator.receive_json_from(timeout=30))
         await communicator.disconnect()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -16,7 +17,7 @@ from webapp.runs.diffs import char_diff
 from webapp.runs.models import Sample
 
 
-def _chart_data(body: str) -> dict:
+def _chart_data(body: str) -> dict[str, Any]:
     found = re.search(r'<script id="run-chart-data" type="application/json">(.*?)</script>',
                       body, re.DOTALL)
     assert found is not None

@@ -39,9 +39,15 @@ def test_the_full_plotly_bundle_is_found_in_the_installed_python_package():
     assert finders.find("vendor/plotly/../../webapp/settings.py") is None
 
 
+def _found(name: str) -> Path:
+    found = finders.find(name)
+    assert isinstance(found, str), (name, found)
+    return Path(found)
+
+
 @needs_npm_bundle
 def test_the_partial_bundle_comes_from_the_pinned_npm_package():
-    path = Path(finders.find(BASIC))
+    path = _found(BASIC)
     assert path.parent == NODE_MODULES / "plotly.js-basic-dist-min"
     pinned = json.loads(LOCK.read_text())["packages"]["node_modules/plotly.js-basic-dist-min"]
     installed = json.loads((path.parent / "package.json").read_text())
@@ -50,8 +56,8 @@ def test_the_partial_bundle_comes_from_the_pinned_npm_package():
     version = re.escape(pinned["version"])
     banner = re.compile(rf"\* plotly\.js (?:\(basic - minified\) )?v{version}\n")
     assert banner.search(path.read_text()[:200])
-    assert banner.search(Path(finders.find(FULL)).read_text()[:200])
-    assert path.stat().st_size < Path(finders.find(FULL)).stat().st_size / 3
+    assert banner.search(_found(FULL).read_text()[:200])
+    assert path.stat().st_size < _found(FULL).stat().st_size / 3
     assert sorted((name, storage.prefix) for name, storage in PackageFileFinder().list([])) == [
         ("plotly-basic.min.js", "vendor/plotly"), ("plotly.min.js", "vendor/plotly")]
     assert PackageFileFinder().check() == []
@@ -121,7 +127,7 @@ def test_collected_files_get_hashed_names_served_as_immutable(settings, tmp_path
     assert re.fullmatch(r"/static/runs/charts\.[0-9a-f]{12}\.js", charts)
     assert re.fullmatch(r"/static/vendor/plotly/plotly-basic\.min\.[0-9a-f]{12}\.js", basic)
     collected = settings.STATIC_ROOT / basic.removeprefix("/static/")
-    assert collected.read_bytes() == Path(finders.find(BASIC)).read_bytes()
+    assert collected.read_bytes() == _found(BASIC).read_bytes()
     # WhiteNoise reads STATIC_ROOT when the middleware is built: a fresh client's handler.
     with override_settings(WHITENOISE_AUTOREFRESH=False, DEBUG=False):
         client = Client()

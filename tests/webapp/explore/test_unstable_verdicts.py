@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ from webapp.runs.models import Run
 SPIN = "    while True:\n        pass\n"
 
 
-def spin_expected(result: dict) -> tuple[str, int, str | None, bool]:
+def spin_expected(result: dict[str, Any]) -> tuple[str, int, str | None, bool]:
     """(status, attempts, first_status, unstable) for the spinning sample.
 
     It spends its CPU budget and is not run again. Only where the machine is so busy that

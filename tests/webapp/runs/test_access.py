@@ -69,10 +69,10 @@ def test_teammate_sees_a_team_run_on_every_endpoint(personas, finished_run):
 
 
 def test_teammate_cannot_cancel_or_rerun_but_team_owner_can(personas, humaneval):
-    run = RunFactory(owner=personas.teammate, team=personas.team, dataset=humaneval,
-                     status=Run.Status.RUNNING)
-    other = RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval,
-                       status=Run.Status.RUNNING)
+    run = RunFactory.create(owner=personas.teammate, team=personas.team, dataset=humaneval,
+                            status=Run.Status.RUNNING)
+    other = RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval,
+                              status=Run.Status.RUNNING)
     assert client_for(personas.teammate).post(f"/runs/{other.pk}/cancel/").status_code == 403
     response = client_for(personas.owner).post(f"/runs/{run.pk}/cancel/")
     assert response.status_code == 302
@@ -98,18 +98,18 @@ VISIBILITY_RULES = [
 
 @pytest.mark.parametrize(("visibility", "viewer", "expected"), VISIBILITY_RULES)
 def test_visibility_rules(visibility, viewer, expected, personas, humaneval):
-    run = RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval,
-                     visibility=visibility)
+    run = RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval,
+                            visibility=visibility)
     client = Client() if viewer == "anonymous" else client_for(getattr(personas, viewer))
     assert client.get(f"/runs/{run.pk}/").status_code == expected
 
 
 def test_run_list_shows_only_visible_runs(personas, humaneval):
-    RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval, name="secret-run",
-               visibility="private")
-    RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval, name="team-run")
-    RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval, name="open-run",
-               visibility="public")
+    RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval,
+                      name="secret-run", visibility="private")
+    RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval, name="team-run")
+    RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval, name="open-run",
+                      visibility="public")
     page = client_for(personas.outsider).get("/").content.decode()
     assert "open-run" in page
     assert "team-run" not in page
@@ -120,8 +120,8 @@ def test_run_list_shows_only_visible_runs(personas, humaneval):
 
 
 def test_sample_of_another_run_is_404(personas, finished_run, humaneval):
-    mine = RunFactory(owner=personas.outsider, team=personas.outsider.teams.first(),
-                      dataset=humaneval)
+    mine = RunFactory.create(owner=personas.outsider, team=personas.outsider.teams.first(),
+                             dataset=humaneval)
     sample = finished_run.samples.first()
     response = client_for(personas.outsider).get(f"/runs/{mine.pk}/samples/{sample.pk}/")
     assert response.status_code == 404

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.db import connection
 from django.test import Client
@@ -163,7 +164,7 @@ def test_results_keep_the_files_task_ids_byte_for_byte(
     assert response.status_code == 201, response.content
     run = Run.objects.get(pk=response.json()["id"])
 
-    def result_lines(run_id: int) -> list[dict]:
+    def result_lines(run_id: int) -> list[dict[str, Any]]:
         body = client.get(f"/api/runs/{run_id}/results").content.decode()
         for raw in SOURCE_IDS:
             assert json.dumps(raw, ensure_ascii=False) in body

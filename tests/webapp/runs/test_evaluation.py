@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from evaluator.engine import Engine
 from evaluator.records import SampleResult
 from tests.webapp.support import RIGHT_0, WRONG_0, write_jsonl
-from webapp.runs import engines, execution, leases
+from webapp.runs import execution, leases
 from webapp.runs.aggregation import run_finalize
 from webapp.runs.execution import chunk_evaluate, run_start, sample_record_result
 from webapp.runs.models import CachedResult, Chunk, ProblemResult, Run, RunMetric, Sample
@@ -231,7 +232,9 @@ def test_cancel_stops_a_running_chunk(personas, humaneval, samples_file, monkeyp
 
     monkeypatch.setattr(execution, "sample_record_result", record_then_cancel)
     run_start(run_id=queued_run.pk)
-    outcome = chunk_evaluate(chunk_id=queued_run.chunks.first().pk)
+    chunk = queued_run.chunks.first()
+    assert chunk is not None
+    outcome = chunk_evaluate(chunk_id=chunk.pk)
     assert outcome.state == "cancelled"
     assert Sample.objects.filter(run=queued_run, status="pending").exists()
 
@@ -241,7 +244,7 @@ def test_a_broken_sandbox_fails_the_run_with_its_reason(queued_run, monkeypatch)
         raise RuntimeError("no sandbox here")
 
     # Chunks lease long-lived engines (webapp.runs.engines); patch the class they use.
-    monkeypatch.setattr(engines.Engine, "evaluate", broken)
+    monkeypatch.setattr(Engine, "evaluate", broken)
     run_start(run_id=queued_run.pk)
     outcome = chunk_evaluate(chunk_id=queued_run.chunks.first().pk)
     assert outcome.state == "failed"

@@ -370,7 +370,7 @@ def _shows(client: Client, url: str, marker: str) -> bool:
     if response.status_code in (301, 302, 400, 401, 404):
         return False
     assert response.status_code == 200, (url, response.status_code)
-    body = b"".join(response.streaming_content) if response.streaming else response.content
+    body = response.getvalue()  # the content, or the streamed content joined
     return marker in body.decode()
 
 

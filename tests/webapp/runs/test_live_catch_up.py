@@ -209,8 +209,7 @@ def test_the_page_shows_nothing_older_than_the_number_it_resumes_from(run, perso
     page must not show `queued` while resuming after the `run_status` event."""
     from webapp.runs import views
     from webapp.runs.execution import run_start
-
-    original = views.run_snapshot
+    from webapp.runs.selectors import run_snapshot as original
 
     def start_first(*, run):
         run_start(run_id=run.pk)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from webapp.runs.tasks import evaluate_run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _live_config(page: bytes) -> dict:
+def _live_config(page: bytes) -> dict[str, Any]:
     match = re.search(rb'<script id="run-live-config" type="application/json">(.*?)</script>',
                       page, re.S)
     assert match, "the run page has no live config"

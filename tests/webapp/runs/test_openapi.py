@@ -22,6 +22,8 @@ from webapp.runs.forms import UploadForm
 from webapp.runs.models import Run
 from webapp.teams.services import token_issue
 
+JSON = "application/json"
+
 
 @pytest.fixture
 def spec(personas) -> dict[str, Any]:
@@ -113,26 +115,25 @@ def test_every_endpoint_answers_as_the_schema_says(
     api.check(outsider.get(one + "/results"), "get", run_path + "/results")
     matrix = api.check(owner.get(one + "/matrix"), "get", run_path + "/matrix").json()
     page_download = client_for(personas.owner).get(f"/runs/{run_id}/export/matrix.json")
-    assert matrix == json.loads(b"".join(page_download.streaming_content))
+    assert matrix == json.loads(page_download.getvalue())
     assert matrix["problems"][0]["samples"]
     api.check(outsider.get(one + "/matrix"), "get", run_path + "/matrix")
     api.check(Client().get(one + "/matrix"), "get", run_path + "/matrix")
     api.check(owner.get("/api/datasets"), "get", "/api/datasets")
     api.check(Client().get("/api/datasets"), "get", "/api/datasets")
 
-    patch = {"content_type": "application/json"}
-    api.check(owner.patch(one, json.dumps({"name": "renamed", "model": "m"}), **patch),
+    api.check(owner.patch(one, json.dumps({"name": "renamed", "model": "m"}), content_type=JSON),
               "patch", run_path)
-    api.check(owner.patch(one, json.dumps({"colour": "red"}), **patch), "patch", run_path)
-    api.check(member.patch(one, json.dumps({"name": "x"}), **patch), "patch", run_path)
-    api.check(outsider.patch(one, json.dumps({"name": "x"}), **patch), "patch", run_path)
+    api.check(owner.patch(one, json.dumps({"colour": "red"}), content_type=JSON), "patch", run_path)
+    api.check(member.patch(one, json.dumps({"name": "x"}), content_type=JSON), "patch", run_path)
+    api.check(outsider.patch(one, json.dumps({"name": "x"}), content_type=JSON), "patch", run_path)
 
     boards = run_path + "/leaderboards"
-    api.check(owner.post(one + "/leaderboards", json.dumps({"listed": False}), **patch),
+    api.check(owner.post(one + "/leaderboards", json.dumps({"listed": False}), content_type=JSON),
               "post", boards)
-    api.check(owner.post(one + "/leaderboards", json.dumps({"listed": "no"}), **patch),
+    api.check(owner.post(one + "/leaderboards", json.dumps({"listed": "no"}), content_type=JSON),
               "post", boards)
-    api.check(member.post(one + "/leaderboards", json.dumps({"listed": True}), **patch),
+    api.check(member.post(one + "/leaderboards", json.dumps({"listed": True}), content_type=JSON),
               "post", boards)
     changes = api.check(owner.get(one + "/changes"), "get", run_path + "/changes").json()
     assert {"leaderboard", "name", "model_name"} <= {c["field"] for c in changes["changes"]}

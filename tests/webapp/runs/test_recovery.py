@@ -26,9 +26,9 @@ def queued_run(unstarted_run, settings) -> Run:
 
 
 @pytest.fixture
-def sent(monkeypatch) -> dict[str, list]:
+def sent(monkeypatch) -> dict[str, list[int]]:
     """What the sweeper sends, instead of sending it; every queue reads as empty."""
-    record: dict[str, list] = {"chunks": [], "starts": [], "finalize": []}
+    record: dict[str, list[int]] = {"chunks": [], "starts": [], "finalize": []}
 
     def send_chunks(chunks):
         record["chunks"].extend(chunk_id for chunk_id, _ in chunks)

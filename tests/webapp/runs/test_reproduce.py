@@ -109,8 +109,8 @@ def test_manifest_export_through_the_api(personas, finished_run, token_client):
 
 @pytest.mark.parametrize(("visibility", "viewer", "expected"), VISIBILITY_RULES)
 def test_manifest_export_follows_the_run_page(visibility, viewer, expected, personas, humaneval):
-    run = RunFactory(owner=personas.owner, team=personas.team, dataset=humaneval,
-                     visibility=visibility)
+    run = RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval,
+                            visibility=visibility)
     client = Client() if viewer == "anonymous" else client_for(getattr(personas, viewer))
     assert client.get(f"/runs/{run.pk}/").status_code == expected
     answer = client.get(f"/runs/{run.pk}/manifest.json")
@@ -126,7 +126,8 @@ def test_unknown_ids_are_404(personas, finished_run):
     assert owner.post("/runs/999999/reproduce/").status_code == 404
     assert owner.get(f"/runs/{finished_run.pk}/reproductions/999999/").status_code == 404
     # A run that is not a reproduction of this one is not found as one.
-    other = RunFactory(owner=personas.owner, team=personas.team, dataset=finished_run.dataset)
+    other = RunFactory.create(owner=personas.owner, team=personas.team,
+                              dataset=finished_run.dataset)
     assert owner.get(f"/runs/{finished_run.pk}/reproductions/{other.pk}/").status_code == 404
 
 

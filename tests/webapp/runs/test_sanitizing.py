@@ -118,11 +118,14 @@ def test_run_page_says_how_many_samples_and_verdicts_sanitizing_changed(
                      sanitize="true")
     run.refresh_from_db()
     assert run.status == Run.Status.FINISHED, run.error
-    rescued = Sample.objects.get(run=run, index=0)
+    rescued, second, third = (Sample.objects.get(run=run, index=index) for index in (0, 1, 2))
     assert rescued.status == "passed"
+    assert rescued.result is not None
     assert rescued.result["raw_status"] == "compile_error"
-    assert Sample.objects.get(run=run, index=1).result["raw_status"] == "compile_error"
-    assert Sample.objects.get(run=run, index=2).result["raw_status"] is None
+    assert second.result is not None
+    assert second.result["raw_status"] == "compile_error"
+    assert third.result is not None
+    assert third.result["raw_status"] is None
 
     client = client_for(personas.owner)
     page = client.get(run.get_absolute_url()).content
@@ -154,6 +157,7 @@ def test_a_run_evaluated_before_raw_verdicts_says_they_are_not_known(
                      sanitize="true")
     # As a run stored before the worker also ran the texts as written.
     for sample in Sample.objects.filter(run=run, sanitized=True):
+        assert sample.result is not None
         assert sample.result.pop("raw_status") is not None
         sample.save(update_fields=["result"])
     client = client_for(personas.owner)

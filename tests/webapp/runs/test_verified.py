@@ -82,6 +82,8 @@ def test_each_failed_condition_is_named_in_the_marks_tooltip(personas, datasets,
     partial = upload(generations("python", copies=1)[:2], datasets["python"], "partial",
                      profile="strict")
     sample = Sample.objects.filter(run=partial).first()
+    assert sample is not None
+    assert sample.result is not None
     sample.result = {**sample.result, "suspicious": ["no test assertion ran"]}
     sample.save(update_fields=["result"])
     verification = run_verification(run=partial)

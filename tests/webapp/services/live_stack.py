@@ -180,7 +180,8 @@ def receive_until_finished(socket: Any, *, timeout: float) -> Iterator[dict[str,
             return
 
 
-def evaluate_with_cli(samples: Path, out: Path, *, sandbox: str) -> dict[tuple[str, int], dict]:
+def evaluate_with_cli(samples: Path, out: Path, *,
+                      sandbox: str) -> dict[tuple[str, int], dict[str, Any]]:
     """Per-sample results of `python -m evaluator evaluate` on the same file."""
     subprocess.run(
         [sys.executable, "-m", "evaluator", "evaluate", "--samples", str(samples),

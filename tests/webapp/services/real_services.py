@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 
@@ -21,7 +22,7 @@ REDIS_URL = os.environ.get("WORKBENCH_TEST_REDIS", "redis://127.0.0.1:6379/14")
 SANDBOX = os.environ.get("WORKBENCH_TEST_SANDBOX", "none")
 
 
-def unavailable(reason: str) -> None:
+def unavailable(reason: str) -> NoReturn:
     if os.environ.get("WORKBENCH_REQUIRE_SERVICES"):
         pytest.fail(f"{reason} (WORKBENCH_REQUIRE_SERVICES is set)")
     pytest.skip(f"{reason}; start PostgreSQL and Redis to run the production-path tests")
@@ -49,7 +50,7 @@ class PostgresDatabase:
         ).fetchall()
         return len(rows)
 
-    def query(self, sql: str, *params: object) -> list[tuple[object, ...]]:
+    def query(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
         import psycopg
 
         with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as connection:

@@ -76,7 +76,7 @@ def _samples(path: Path) -> Path:
 
 def _done(database: PostgresDatabase, run_id: int) -> int:
     (done,), = database.query("SELECT done_count FROM runs_run WHERE id = %s", run_id)
-    return int(done)  # type: ignore[call-overload]
+    return int(done)
 
 
 def _metrics(database: PostgresDatabase, run_id: int) -> list[tuple[object, ...]]:
@@ -172,7 +172,7 @@ def _longest_pause(database: PostgresDatabase, run_id: int, since: datetime) -> 
     times = [since] + [row[0] for row in database.query(
         "SELECT finished_at FROM runs_sample WHERE run_id = %s AND finished_at >= %s "
         "ORDER BY finished_at", run_id, since)]
-    return max((later - earlier).total_seconds()  # type: ignore[operator]
+    return max((later - earlier).total_seconds()
                for earlier, later in zip(times, times[1:], strict=False))
 
 
@@ -200,7 +200,7 @@ def test_a_run_recovers_by_itself(chaos: Chaos, fault: str, capsys) -> None:
                     run_id) == [(0,)]
     rows = dict(db.query("SELECT status, count(*) FROM runs_sample WHERE run_id = %s "
                          "GROUP BY status", run_id))
-    assert sum(rows.values()) == SAMPLES  # type: ignore[arg-type]
+    assert sum(rows.values()) == SAMPLES
     (counters,) = db.query(
         "SELECT done_count, passed_count, failed_count, error_count, timeout_count, "
         "samples_total FROM runs_run WHERE id = %s", run_id)
@@ -226,7 +226,7 @@ def test_a_run_recovers_by_itself(chaos: Chaos, fault: str, capsys) -> None:
     (recoveries, recovered_at), = db.query(
         "SELECT recoveries, recovered_at FROM runs_run WHERE id = %s", run_id)
     taken_back = (f"taken back {(recovered_at - caused).total_seconds():.1f} s after the fault"
-                  if recovered_at else "nothing had to be taken back")  # type: ignore[operator]
+                  if recovered_at else "nothing had to be taken back")
     # Time lost to the fault: how much longer the rest of the run took than the same share
     # of the undisturbed run did.
     lost = took - chaos.baseline_seconds * (SAMPLES - at) / SAMPLES

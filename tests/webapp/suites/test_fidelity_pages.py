@@ -27,8 +27,8 @@ TASKS = ("HumanEval/0", "HumanEval/1", "HumanEval/2")
 
 def scored_run(personas, dataset: Dataset, passed: dict[str, tuple[int, int]], *,
                model: str = "alpha-7b", visibility: str = Run.Visibility.TEAM) -> Run:
-    run = RunFactory(owner=personas.owner, team=personas.team, dataset=dataset,
-                     model_name=model, visibility=visibility, name=f"{model} {dataset.key}")
+    run = RunFactory.create(owner=personas.owner, team=personas.team, dataset=dataset,
+                            model_name=model, visibility=visibility, name=f"{model} {dataset.key}")
     for task_id, (n, c) in passed.items():
         ProblemResult.objects.create(run=run, problem=Problem.objects.get(task_id=task_id),
                                      task_id=task_id, n=n, c=c)

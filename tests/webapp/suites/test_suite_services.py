@@ -200,6 +200,8 @@ def test_rows_sort_by_disagreement(personas, suite, suite_variants, tmp_path: Pa
     by_task = suite_grid(runs=runs, sort="task", descending=False)
     assert [row.task_id for row in by_task.rows] == list(EN_TASKS)
     first = grid.rows[0]
+    assert first.cells[0] is not None
+    assert first.cells[1] is not None
     assert first.cells[0].url == f"/runs/{runs[0].pk}/samples/?task=HumanEval/0"
     assert first.cells[1].colour == rate_colour(0.0) != first.cells[0].colour
 

@@ -1,10 +1,14 @@
 """Keep each sample's task id as the uploaded file wrote it; earlier rows get their task_id."""
 
+from __future__ import annotations
+
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 from django.db.models import F
 
 
-def copy_task_id(apps, schema_editor):
+def copy_task_id(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     Sample = apps.get_model("runs", "Sample")
     Sample.objects.update(source_task_id=F("task_id"))
 

