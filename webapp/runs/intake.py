@@ -4,7 +4,10 @@
 A file is staged on disk, checked once (`uploads.upload_check`), and then either used at
 once (the API, a suite), or held under a signed token while the person confirms (the page).
 Holding writes the check beside the staged file (`<name>.check.json`); confirming reads it
-back, so the file is neither read nor hashed again. The token carries the size and
+back, so the file is neither read nor hashed again. A clean file is also stored as a
+staged run while the person reads the page (`services.run_create(staged=True)`); the
+token names it, and confirming only starts it (`intake_held_run`), unless the person
+switched to another variant, which is a new check of the staged file. The token carries the size and
 modification time of both files: a staged file changed after its check is refused, and so
 is a token that is forged, expired, another user's, or already used. Whatever is refused,
 or used, is discarded here.
@@ -45,7 +48,9 @@ __all__ = [
     "Intake",
     "StagedUploadRefused",
     "discard_staged",
+    "HeldRun",
     "intake_file",
+    "intake_held_run",
     "intake_hold",
     "intake_redeem",
     "staging_dir",
@@ -114,10 +119,12 @@ def _settle(*, user: User, check: UploadCheck) -> Intake:
     return intake
 
 
-def intake_hold(intake: Intake, *, user: User, choices: dict[str, Any]) -> str:
+def intake_hold(intake: Intake, *, user: User, choices: dict[str, Any],
+                staged_run: int | None = None) -> str:
     """Keep a checked upload for its confirmation: the token that `intake_redeem` takes.
     `choices` are the person's answers on the upload form (name, team, ...), given back
-    by `intake_redeem` as they were; they must be JSON."""
+    by `intake_redeem` as they were; they must be JSON. `staged_run` is the id of the run
+    already stored from it, if any (`intake_held_run` gives it back)."""
     check = intake.check
     if check is None:
         raise ValueError("Only a checked upload can be held.")
@@ -127,7 +134,41 @@ def intake_hold(intake: Intake, *, user: User, choices: dict[str, Any]) -> str:
         "user": user.pk, "staged": check.path.name,
         "stat": [_stat(check.path), _stat(sidecar)],
         "sanitize": bool(check.options.get("sanitize")), "choices": choices,
+        "run": staged_run,
     }, salt=_SIGNING_SALT, compress=True)
+
+
+@dataclass(frozen=True)
+class HeldRun:
+    run_id: int | None
+    """The staged run stored at upload, if the file was clean."""
+    path: Path
+    """The staged file, to discard once the run is started."""
+
+
+def intake_held_run(token: str, *, user: User) -> HeldRun:
+    """What a confirmation token holds, checked (signature, age, user) without reading the
+    staged file or its check. Raises `StagedUploadRefused` as `intake_redeem` does."""
+    payload = _payload(token, user=user)
+    run_id = payload.get("run")
+    return HeldRun(run_id=run_id if isinstance(run_id, int) else None,
+                   path=staging_dir() / os.path.basename(str(payload.get("staged", ""))))
+
+
+def _payload(token: str, *, user: User) -> dict[str, Any]:
+    try:
+        payload: dict[str, Any] = signing.loads(token, salt=_SIGNING_SALT,
+                                                 max_age=STAGING_MAX_AGE)
+    except signing.SignatureExpired:
+        raise StagedUploadRefused(
+            "That upload waited more than an hour and has expired; upload it again.") from None
+    except signing.BadSignature:
+        raise StagedUploadRefused(
+            "That upload link is not valid (it was altered); upload the file again.") from None
+    if payload.get("user") != user.pk:
+        raise StagedUploadRefused(
+            "That upload has expired or was already used; upload it again.")
+    return payload
 
 
 def intake_redeem(
@@ -144,18 +185,10 @@ def intake_redeem(
     for a token that is forged, expired, another user's or already used, a staged file
     changed since its check, or a check that no longer passes.
     """
-    try:
-        payload: dict[str, Any] = signing.loads(token, salt=_SIGNING_SALT,
-                                                 max_age=STAGING_MAX_AGE)
-    except signing.SignatureExpired:
-        raise StagedUploadRefused(
-            "That upload waited more than an hour and has expired; upload it again.") from None
-    except signing.BadSignature:
-        raise StagedUploadRefused(
-            "That upload link is not valid (it was altered); upload the file again.") from None
+    payload = _payload(token, user=user)
     path = staging_dir() / os.path.basename(str(payload.get("staged", "")))
     sidecar = _sidecar(path)
-    if payload.get("user") != user.pk or not path.is_file() or not sidecar.is_file():
+    if not path.is_file() or not sidecar.is_file():
         raise StagedUploadRefused(
             "That upload has expired or was already used; upload it again.")
     if payload.get("stat") != [_stat(path), _stat(sidecar)]:

@@ -21,6 +21,7 @@ LEGACY_PROFILE = "strict"
 
 class Run(models.Model):
     class Status(models.TextChoices):
+        STAGED = "staged", "Awaiting confirmation"
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         AGGREGATING = "aggregating", "Computing scores"

@@ -41,14 +41,15 @@ class OwnedByTeam(Protocol):
 
 def visible_runs(*, user: Viewer, reproductions: bool = False) -> QuerySet[Run]:
     """Public runs, the user's own, and team runs of the teams the user belongs to; never a
-    deleted run (only `lifecycle.deleted_runs_for_user` finds those, for restoring). A
-    reproduction (`webapp.runs.reproduce`) is left out of every list, leaderboard and
-    comparison unless `reproductions`: only its own pages show it."""
+    deleted run (only `lifecycle.deleted_runs_for_user` finds those, for restoring), nor a
+    staged one (an upload waiting for its owner's confirmation). A reproduction
+    (`webapp.runs.reproduce`) is left out of every list, leaderboard and comparison unless
+    `reproductions`: only its own pages show it."""
     rule = Q(visibility=Run.Visibility.PUBLIC)
     if user.is_authenticated:
         teams = Membership.objects.filter(user_id=user.pk).values("team_id")
         rule |= Q(owner_id=user.pk) | Q(visibility=Run.Visibility.TEAM, team_id__in=teams)
-    runs = Run.objects.filter(rule, deleted_at__isnull=True)
+    runs = Run.objects.filter(rule, deleted_at__isnull=True).exclude(status=Run.Status.STAGED)
     return runs if reproductions else runs.filter(reproduction_of__isnull=True)
 
 

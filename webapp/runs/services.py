@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from django.conf import settings
@@ -16,9 +17,10 @@ from django.utils import timezone
 from evaluator.records import HARNESS_VERSION
 from webapp.benchmarks.selectors import problem_variant_ids
 from webapp.runs.dispatch import send_run_start
+from webapp.runs.intake import STAGING_MAX_AGE
 from webapp.runs.live import run_finished_record
 from webapp.runs.models import Chunk, Run, RunChange, Sample
-from webapp.runs.selectors import run_can_manage
+from webapp.runs.selectors import find_duplicate_run, run_can_manage
 from webapp.runs.uploads import UploadCheck
 from webapp.teams.models import Membership, Team
 
@@ -78,11 +80,17 @@ def run_create(
     model_name: str = "",
     model_meta: dict[str, Any] | None = None,
     visibility: str = Run.Visibility.TEAM,
+    staged: bool = False,
 ) -> Run:
     """Store a checked file as a queued run with all its samples, then enqueue it.
 
     One transaction: a failure leaves nothing behind. The task is sent only after the
     commit, so a worker never looks for a run that is not there yet.
+
+    `staged`: stored but neither queued nor shown anywhere (`Run.Status.STAGED`) while
+    its owner reads the confirmation page; `run_start_staged` starts it. Storing the
+    samples is most of what creating a run costs (about half a second for 16,400), so
+    it is paid before the person clicks "Start the run", not after.
     """
     if not check.ok or check.parsed is None:
         raise ValidationError("The file has errors; it cannot be evaluated.")
@@ -114,10 +122,50 @@ def run_create(
             fingerprint=check.fingerprint,
             coverage=check.coverage_dict(),
             harness_version=HARNESS_VERSION,
+            status=Run.Status.STAGED if staged else Run.Status.QUEUED,
         )
         _store_samples(run=run, rows=rows)
+        if not staged:
+            transaction.on_commit(lambda: _enqueue_start(run.pk))
+    return run
+
+
+def run_start_staged(*, owner: User, run_id: int) -> Run | None:
+    """Queue a staged run of `owner`'s (the confirmation of an upload): one update, not
+    the samples' insert. Its creation time becomes now, when it was asked for.
+
+    Returns the run to show: this one, or, when a run of the same file, dataset and
+    options became visible to the owner meanwhile (another tab), that one, the staged
+    copy being dropped. None when there is no such staged run any more (purged, or
+    already started): the caller makes the run from the staged file instead.
+    """
+    with transaction.atomic():
+        run = (Run.objects.select_for_update()
+               .filter(pk=run_id, owner_id=owner.pk, status=Run.Status.STAGED).first())
+        if run is None:
+            return None
+        duplicate = find_duplicate_run(user=owner, fingerprint=run.fingerprint)
+        if duplicate is not None:
+            run.delete()
+            return duplicate
+        run.status = Run.Status.QUEUED
+        run.created_at = timezone.now()
+        run.save(update_fields=["status", "created_at"])
         transaction.on_commit(lambda: _enqueue_start(run.pk))
     return run
+
+
+def run_discard_staged(*, owner: User, run_id: int) -> None:
+    """Drop a staged run that will not be started (its upload was confirmed another way)."""
+    Run.objects.filter(pk=run_id, owner_id=owner.pk, status=Run.Status.STAGED).delete()
+
+
+def staged_runs_purge(*, now: datetime | None = None) -> int:
+    """Remove the staged runs whose confirmation can no longer come (their token has
+    expired, `intake.STAGING_MAX_AGE`); how many."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=STAGING_MAX_AGE + 60)
+    _, purged = Run.objects.filter(status=Run.Status.STAGED, created_at__lt=cutoff).delete()
+    return purged.get(Run._meta.label, 0)
 
 
 def _store_samples(*, run: Run, rows: list[SampleRow]) -> None:

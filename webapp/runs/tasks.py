@@ -23,6 +23,7 @@ from webapp.runs.execution import WORKER_NAME, chunk_evaluate, run_fan_out
 from webapp.runs.lifecycle import deleted_runs_purge
 from webapp.runs.recovery import runs_sweep
 from webapp.runs.rescoring import profile_comparison_run
+from webapp.runs.services import staged_runs_purge
 
 
 @shared_task(name=EVALUATE_RUN, acks_late=True, soft_time_limit=60, time_limit=90)
@@ -69,10 +70,11 @@ def compare_profiles(comparison_id: int) -> str:
 
 @shared_task(name=SWEEP, acks_late=False, soft_time_limit=60, time_limit=90)
 def sweep() -> None:
-    """Send again whatever work was lost, and purge runs deleted long enough ago; scheduled
-    by Celery beat (`CELERY_BEAT_SCHEDULE`)."""
+    """Send again whatever work was lost, and purge runs deleted long enough ago and
+    uploads never confirmed; scheduled by Celery beat (`CELERY_BEAT_SCHEDULE`)."""
     runs_sweep()
     deleted_runs_purge()
+    staged_runs_purge()
 
 
 @worker_process_shutdown.connect

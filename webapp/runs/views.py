@@ -27,7 +27,9 @@ from webapp.runs import exports
 from webapp.runs.forms import ConfirmForm, UploadForm
 from webapp.runs.intake import (
     StagedUploadRefused,
+    discard_staged,
     intake_file,
+    intake_held_run,
     intake_hold,
     intake_redeem,
     too_large_issue,
@@ -65,7 +67,13 @@ from webapp.runs.selectors import (
     run_unstable_count,
     visible_runs,
 )
-from webapp.runs.services import run_cancel, run_create, run_rerun
+from webapp.runs.services import (
+    run_cancel,
+    run_create,
+    run_discard_staged,
+    run_rerun,
+    run_start_staged,
+)
 from webapp.teams.selectors import teams_for_user
 from webapp.teams.signed_in import SignedInRequest
 
@@ -103,10 +111,17 @@ def upload(request: SignedInRequest) -> HttpResponse:
         return render(request, "runs/upload.html",
                       {"form": form, "issues": intake.issues}, status=400)
     check = intake.check
-    token = intake_hold(intake, user=request.user, choices={
+    choices = {
         "name": data["name"], "model_name": data["model_name"], "model_meta": data["model_meta"],
         "team": data["team"].slug, "visibility": data["visibility"],
-    })
+    }
+    # A clean file is stored now, as a run nobody sees, so that "Start the run" only has
+    # to queue it (`run_start_staged`).
+    staged = run_create(owner=request.user, team=data["team"], check=check, name=data["name"],
+                        model_name=data["model_name"], model_meta=data["model_meta"],
+                        visibility=data["visibility"], staged=True) if intake.ok else None
+    token = intake_hold(intake, user=request.user, choices=choices,
+                        staged_run=staged.pk if staged is not None else None)
     return render(request, "runs/upload_confirm.html", {
         "check": check,
         "coverage": check.coverage_dict(),
@@ -127,10 +142,24 @@ def upload_confirm(request: SignedInRequest) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "That upload has expired or was already used; upload it again.")
         return redirect("runs:upload")
+    token = form.cleaned_data["token"]
+    switch_to = str(form.cleaned_data.get("use_dataset") or "")
+    try:
+        held = intake_held_run(token, user=request.user)
+    except StagedUploadRefused as refused:
+        messages.error(request, str(refused))
+        return redirect("runs:upload")
+    if held.run_id is not None and not switch_to:
+        started = run_start_staged(owner=request.user, run_id=held.run_id)
+        if started is not None:
+            discard_staged(held.path)
+            return redirect(started)
+    elif held.run_id is not None:
+        # Another variant: a new check, and a run made from it below.
+        run_discard_staged(owner=request.user, run_id=held.run_id)
     try:
         intake, choices = intake_redeem(
-            form.cleaned_data["token"], user=request.user,
-            switch_to=str(form.cleaned_data.get("use_dataset") or ""),
+            token, user=request.user, switch_to=switch_to,
             allow_language_mismatch=form.cleaned_data["allow_language_mismatch"])
     except StagedUploadRefused as refused:
         messages.error(request, str(refused))

@@ -135,4 +135,5 @@ def test_staged_upload_token_is_bound_to_its_user(personas, humaneval, samples_f
     token = response.context["confirm"].initial["token"]
     stolen = client_for(personas.outsider).post("/runs/new/confirm/", {"token": token})
     assert stolen.status_code == 302
-    assert Run.objects.count() == 0
+    assert list(Run.objects.values_list("owner", "status")) == [
+        (personas.owner.pk, Run.Status.STAGED)], "nothing started, nothing of the outsider's"

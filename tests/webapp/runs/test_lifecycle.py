@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from tests.webapp.support import WebsocketClient, client_for
 from webapp.runs.execution import chunk_evaluate, run_start
+from webapp.runs.intake import STAGING_MAX_AGE
 from webapp.runs.lifecycle import deleted_runs_purge
 from webapp.runs.models import CachedResult, Run, RunChange, Sample
 from webapp.runs.routing import websocket_urlpatterns
@@ -395,6 +396,45 @@ def test_a_private_run_appears_nowhere_to_others(people, run, viewer):
     client = _page(people, viewer)
     for url in _everywhere(run):
         assert not _shows(client, url, "Zanzibar-run"), url
+
+
+def _stage(people, samples_file, humaneval, *, name: str) -> tuple[Run, str]:
+    """A clean public upload on its confirmation page: stored as a staged run; its token."""
+    with samples_file.open("rb") as handle:
+        response = _page(people, "owner").post("/runs/new/", {
+            "file": handle, "dataset": str(humaneval.pk), "name": name, "model_name": "m",
+            "team": "lab", "visibility": "public"})
+    assert response.status_code == 200, response.content[:300]
+    return Run.objects.get(status=Run.Status.STAGED), response.context["confirm"].initial["token"]
+
+
+@pytest.mark.parametrize("viewer", ["owner", "team_owner", "member", "outsider", "anonymous"])
+def test_a_staged_upload_appears_nowhere_until_it_is_started(
+        people, humaneval, samples_file, viewer, django_capture_on_commit_callbacks):
+    staged, token = _stage(people, samples_file, humaneval, name="Zanzibar-run")
+    client = _page(people, viewer)
+    for url in _everywhere(staged):
+        assert not _shows(client, url, "Zanzibar-run"), url
+    assert _api(people, viewer).get(f"/api/runs/{staged.pk}").status_code in (401, 404)
+    # Started, the same public run shows: the checks above could fail.
+    with django_capture_on_commit_callbacks(execute=True):
+        _page(people, "owner").post("/runs/new/confirm/", {"token": token})
+    assert _shows(client, f"/runs/{staged.pk}/", "Zanzibar-run")
+
+
+def test_sweeper_purges_staged_runs_whose_confirmation_can_no_longer_come(
+        people, humaneval, samples_file, run, tmp_path):
+    other = tmp_path / "other.jsonl"  # another file than the run's, so no duplicate
+    other.write_bytes(samples_file.read_bytes() + b"\n")
+    staged, _token = _stage(people, other, humaneval, name="never confirmed")
+    sweep()
+    assert Run.objects.filter(pk=staged.pk).exists(), "its token is still good"
+    long_ago = timezone.now() - timedelta(seconds=STAGING_MAX_AGE + 120)
+    Run.objects.filter(pk__in=[staged.pk, run.pk]).update(created_at=long_ago)
+    sweep()
+    assert not Run.objects.filter(pk=staged.pk).exists()
+    assert not Sample.objects.filter(run_id=staged.pk).exists()
+    assert Run.objects.filter(pk=run.pk).exists(), "a started run of that age stays"
 
 
 def test_a_retracted_run_leaves_the_leaderboards_only(people, run):

@@ -50,12 +50,18 @@ def test_page_upload_shows_coverage_then_creates_and_evaluates_the_run(
     assert coverage["tasks_with_samples"] == 2
     assert coverage["samples_total"] == 4
     assert coverage["max_k"] == 2
-    assert Run.objects.count() == 0, "nothing is stored before the confirmation"
+    # Stored already, so that starting it is quick, but not queued and shown nowhere.
+    staged = Run.objects.get()
+    assert (staged.status, staged.samples_total) == (Run.Status.STAGED, 4)
+    assert client.get(f"/runs/{staged.pk}/").status_code == 404
+    assert client.get(f"/api/runs/{staged.pk}").status_code == 404
+    assert f"/runs/{staged.pk}/" not in client.get("/runs/").content.decode()
 
     token = response.context["confirm"].initial["token"]
     with django_capture_on_commit_callbacks(execute=True):
         confirmed = client.post("/runs/new/confirm/", {"token": token})
     run = Run.objects.get()
+    assert run.pk == staged.pk
     assert confirmed.status_code == 302
     assert confirmed["Location"] == f"/runs/{run.pk}/"
     assert run.team == personas.team
