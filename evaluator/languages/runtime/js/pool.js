@@ -425,6 +425,8 @@ async function runInRealm(request, lexical) {
   const slot = takeRealm(limitsOf(request).heapMb);
   await slot.ready;
   if (slot.broken || slot.tid === null) return { status: 3, note: 'the realm worker did not start' };
+  // Its CPU limit counts from the thread's CPU time now, which must be readable.
+  if (threadCpuMs(slot.tid) === null) return { status: 3, note: "the realm worker's CPU time is unreadable" };
   const outcome = await watch(slot, request, true, lexical);
   if (slot.broken || slot.programs >= REALM_PROGRAMS) {
     retire(slot);

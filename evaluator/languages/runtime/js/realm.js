@@ -260,8 +260,13 @@ function runInRealm(job, send) {
     // An unhandled rejection ends the program as it ends node: exit status 1.
     crash(reason) {
       if (!open) return;
-      let text = inside.describe(reason);
-      if (typeof text !== 'string') text = '<unprintable error>';
+      let text = '<unprintable error>';
+      try {
+        const described = inside.describe(reason);
+        if (typeof described === 'string') text = described;
+      } catch (err) {
+        // Whatever it threw is the program's: left alone.
+      }
       send({ fd: 2, data: `Uncaught ${text}\n` });
       exitCode = 1;
       session.end();
