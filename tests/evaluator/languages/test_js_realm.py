@@ -397,6 +397,16 @@ def test_a_limit_ends_a_realm_program_and_the_next_one_runs(engine: Engine, case
     assert where(following) == "realm"
 
 
+def test_each_program_has_its_own_cpu_limit(engine: Engine) -> None:
+    # Three programs of 0.6 s of computing each, in one realm worker, under 1 s of CPU:
+    # the worker thread's time counts from each program's start.
+    busy = CORRECT + "const until = Date.now() + 600\nwhile (Date.now() < until) {}\n" + WHERE
+    for _ in range(3):
+        result = run(engine, busy)
+        assert result.status == "passed"
+        assert where(result) == "realm"
+
+
 # -- the gate ----------------------------------------------------------------------------
 
 TIERS = {
