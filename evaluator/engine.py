@@ -457,9 +457,12 @@ class Engine:
     def _build_and_run(self, unit: _Unit,
                        on_progress: Callable[[dict[str, Any]], None] | None = None,
                        ) -> dict[str, Any] | SampleResult:
-        build = self._remote_build(unit)
+        build, failure = self._remote_build(unit)
         if build is None:
-            return self._run_job(unit, unit.prepared.job, on_progress)
+            answer = self._run_job(unit, unit.prepared.job, on_progress)
+            if failure is not None:
+                self._service_failed(*failure, answer)
+            return answer
         if build.answer is not None:
             return build.answer
         if build.job is None:  # it did not compile: the compile step is the answer
@@ -469,18 +472,19 @@ class Engine:
             return answer
         return {**answer, "steps": [*build.steps, *answer.get("steps", [])]}
 
-    def _remote_build(self, unit: _Unit) -> RemoteBuild | None:
-        """Compile with the language's warm compile service, when it has one.
+    def _remote_build(self, unit: _Unit) -> tuple[RemoteBuild | None, tuple[str, str] | None]:
+        """Compile with the language's warm compile service, when it has one; and the
+        service's name and error when it failed.
 
         Should the service fail as a sandbox (not as a compiler), the job compiles inside
         its own run as it would without the service: slower, same verdict.
         """
         if not self.config.warm_compilers:
-            return None
+            return None, None
         limits = self.config.options.compile_limits
         service = unit.language.compile_service(limits)
         if service is None or self._service_failures.get(service.name, 0) >= SERVICE_FAILURES:
-            return None
+            return None, None
         spec = service.to_dict(limits)
         session = self._session(unit.language, role="compiler", limits=limits)
 
@@ -492,14 +496,26 @@ class Engine:
             return answer
 
         try:
-            return unit.language.build_remotely(unit.prepared, ask)
+            return unit.language.build_remotely(unit.prepared, ask), None
         except SandboxError as exc:
-            failures = self._service_failures[service.name] = (
-                self._service_failures.get(service.name, 0) + 1)
-            log.warning("the %s compile service failed (%s)%s", service.name, exc,
-                        "; from now on each job compiles inside its own run"
-                        if failures >= SERVICE_FAILURES else "")
-            return None
+            return None, (service.name, str(exc))
+
+    def _service_failed(self, name: str, error: str,
+                        answer: dict[str, Any] | SampleResult) -> None:
+        """Count a compile service's failure, unless the job, run on its own, ended the way
+        a program ends that would have taken the service down with it (a signal, a limit,
+        V8 aborting on an array too long): a service (JavaScript's pool runs programs) is
+        not given up for what the programs it met did."""
+        steps = answer.get("steps", []) if isinstance(answer, dict) else []
+        if any(step.get("signal") or step.get("timed_out") or step.get("cpu_timed_out")
+               or step.get("oom_killed") or step.get("output_exceeded") for step in steps):
+            log.info("the %s compile service failed (%s) on a job that failed alike on its own",
+                     name, error)
+            return
+        failures = self._service_failures[name] = self._service_failures.get(name, 0) + 1
+        log.warning("the %s compile service failed (%s)%s", name, error,
+                    "; from now on each job compiles inside its own run"
+                    if failures >= SERVICE_FAILURES else "")
 
     def _run_job(self, unit: _Unit, job: dict[str, Any],
                  on_progress: Callable[[dict[str, Any]], None] | None = None,

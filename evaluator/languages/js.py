@@ -12,10 +12,14 @@ sample fails when one of its checks fails, whatever it prints.
 
 Speed: rather than start node for each program, a pool (`runtime/js/pool.js`: one
 long-lived node process in a sandbox of its own, kept by the runner as a "service") runs
-each program in a fresh worker thread: a V8 isolate and realm of its own, started for
-that program and ended after it, with acorn loaded once and each test's rewrite done
-once. Limits keep their meaning (the worker thread's own CPU time, V8's heap cap, the
-output cap, the wall clock as a backstop); after anything abnormal the pool is replaced.
+most programs one after another in one worker thread, each in a realm of its own
+(`runtime/js/realm.js`: its own globals and built-ins, about a millisecond to make),
+with acorn loaded once and each test's rewrite done once. A realm shares its isolate
+with the pool's code, so it is handed nothing of the host's and the host shows only
+plain data from it; anything else runs again in a worker thread of its own (an isolate
+of its own), as do programs that require modules or use node's timers. Limits keep
+their meaning (the thread's own CPU time, V8's heap cap, the output cap, the wall clock
+as a backstop); after anything abnormal the realm worker, or the pool, is replaced.
 
 A worker shares its process with the pool, so a conservative gate (`runtime/js/gate.js`)
 sends a program to a process of its own, as before the pool, when it does not parse, or
@@ -25,8 +29,9 @@ names `process`, `global`, `globalThis`, `eval`, `Function`, `Atomics`,
 `DataView`, `Blob`, the typed arrays) as a variable, uses `require` other than as
 `require('<name>')` for assert, util, js-md5 or lodash, `module` other than as
 `module.exports`, or `import()`. Should the pool fail as a sandbox, the program also runs
-in a process of its own; so it does when its wall-clock limit is longer than a pool
-request may wait (`POOL_REQUEST_WALL`, less a margin). Verdicts are the same either way.
+in a process of its own; so it does when twice its wall-clock limit is longer than a pool
+request may wait (`POOL_REQUEST_WALL`, less a margin: a realm's program may run twice).
+Verdicts are the same either way.
 
 Modules: `js-md5` (HumanEval-X JS/162), `lodash` (HumanEval-XL's tests) and `acorn`
 (the harness) come from npm, pinned by `runtime/js/package-lock.json`, and are installed
@@ -66,10 +71,11 @@ POOL_THREADS = 48
 workers, libuv's), and each worker thread with its own platform threads."""
 POOL_REQUEST_WALL = 600.0
 """How long one request to the pool may wait: a program whose wall-clock limit does not
-fit in it (with the margin) runs in a process of its own."""
+fit in it twice (with the margin) runs in a process of its own."""
 POOL_WALL_MARGIN = 10.0
-"""Seconds a pool request may take beyond the program's wall-clock limit (a worker's
-start, the answer's way back)."""
+"""Seconds a pool request may take beyond twice the program's wall-clock limit (a
+program a realm hands back runs again in a worker; a worker's start, the answer's way
+back)."""
 POOL_RAN, POOL_DECLINED, POOL_RAN_ABNORMALLY = 0, 1, 2
 
 
@@ -169,7 +175,8 @@ class JavaScript(Language):
         if not request:
             return None
         wall = float(request["limits"].get("wall_seconds") or 0)
-        if wall + POOL_WALL_MARGIN > self._pool_wait:
+        # A program a realm hands over to a worker of its own runs twice.
+        if 2 * wall + POOL_WALL_MARGIN > self._pool_wait:
             return None
         answer = ask([json.dumps(request)])
         step = answer["steps"][0]

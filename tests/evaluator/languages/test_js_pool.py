@@ -207,6 +207,23 @@ def test_a_failing_pool_falls_back_to_a_process(monkeypatch: pytest.MonkeyPatch)
     assert failed.status == "failed"
 
 
+def test_a_pool_failure_is_not_held_against_it_when_the_program_fails_alike(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A program that takes the pool down (V8 aborting, say) and then ends by a limit in
+    # a process of its own too is the program's doing: the engine keeps using the pool.
+    broken = CompileService(name="js-pool", argv=("node", "-e", "process.exit(7)"),
+                            extra_processes=48)
+    monkeypatch.setattr(JavaScript, "compile_service",
+                        lambda self, limits: (setattr(self, "_pool_wait", 600.0), broken)[1])
+    with Engine(EngineConfig(backend="none", workers=1, options=RunOptions(limits=LIMITS),
+                             retry_limits=False)) as eng:
+        for _ in range(3):
+            assert run(eng, "  while (true) {}\n}\n").status == "timeout"
+        assert eng._service_failures.get("js-pool", 0) == 0
+        assert run(eng, CORRECT).status == "passed"
+        assert eng._service_failures.get("js-pool", 0) == 1
+
+
 def test_a_long_wall_limit_runs_in_a_process() -> None:
     options = RunOptions(limits=SandboxLimits(wall_seconds=900, cpu_seconds=2, memory_mb=256))
     with Engine(EngineConfig(backend="none", workers=1, options=options)) as eng:

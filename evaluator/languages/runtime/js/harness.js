@@ -3,10 +3,11 @@
 //
 //   node harness.js program.js <offset of the test code in program.js>
 //
-// (or, in the pool, `pool.js`, through `execute` in a worker thread of its own.)
+// (or, in the pool, `pool.js`, through `execute` in a worker thread of its own; a
+// program the pool runs in a realm uses this file's rewrite and recorder.js, realm.js.)
 //
 // The test code is parsed with acorn and each assertion in it is rewritten into a call
-// of a recorder that evaluates the assertion's operands inside try/catch, records
+// of a recorder (recorder.js) that evaluates the assertion's operands inside try/catch, records
 // passed / failed / error with the expected and actual values, and never throws:
 //   console.assert(a === b, msg)  -> compare(site, () => (a), () => (b), "===", ...)
 //   console.assert(x)             -> truthy(site, () => (x), ...)
@@ -29,8 +30,8 @@ const util = require('util');
 const vm = require('vm');
 const Module = require('module');
 const { performance } = require('perf_hooks');
+const { VALUE_CAP, cap, errorType, errorMessage, makeRecorder } = require('./recorder.js');
 
-const VALUE_CAP = 300;
 const RECORDER = '__evaluator__';
 
 const NONCE_FD = 4;
@@ -67,34 +68,12 @@ function openReport() {
   };
 }
 
-function cap(text) {
-  return text.length <= VALUE_CAP ? text : text.slice(0, VALUE_CAP) + `… [${text.length - VALUE_CAP} more]`;
-}
-
 function show(value) {
   try {
     return cap(util.inspect(value, { depth: 4, breakLength: Infinity, maxArrayLength: 100, maxStringLength: VALUE_CAP }));
   } catch (err) {
     return '<uninspectable value>';
   }
-}
-
-function errorType(err) {
-  if (err && typeof err === 'object' && typeof err.name === 'string') return err.name;
-  return typeof err === 'string' ? 'thrown string' : 'thrown ' + typeof err;
-}
-
-function errorMessage(err) {
-  try {
-    if (err && typeof err === 'object' && 'message' in err) return cap(String(err.message));
-    return cap(String(err));
-  } catch (e) {
-    return '<unprintable error>';
-  }
-}
-
-function isAssertionError(err) {
-  return !!err && typeof err === 'object' && (err.code === 'ERR_ASSERTION' || err.name === 'AssertionError');
 }
 
 // -- finding and rewriting the assertions ------------------------------------------
@@ -231,136 +210,6 @@ function groupTopLevel(ast, nodes, sites, edits) {
   }
 }
 
-// -- recording ---------------------------------------------------------------------
-
-function makeRecorder(sites, emit) {
-  let count = 0;
-  const ops = {
-    '===': (a, b) => a === b,
-    '==': (a, b) => a == b, // eslint-disable-line eqeqeq
-    '!==': (a, b) => a !== b,
-    '!=': (a, b) => a != b, // eslint-disable-line eqeqeq
-  };
-  const record = (site, fields, started) => {
-    const info = sites[site] || { line: null, source: '' };
-    emit(Object.assign({
-      kind: 'test', index: count++, site, line: info.line, source: info.source,
-      duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
-    }, fields));
-  };
-  const failure = (messageThunk, fallback) => {
-    if (!messageThunk) return fallback;
-    try {
-      return cap(messageThunk().map((part) => (typeof part === 'string' ? part : show(part))).join(' '));
-    } catch (err) {
-      return fallback;
-    }
-  };
-  const errored = (site, err, started) => record(site, {
-    status: 'error', error_type: errorType(err), message: errorMessage(err),
-  }, started);
-  return {
-    compare(site, left, right, op, message) {
-      const started = performance.now();
-      let actual;
-      let expected;
-      try {
-        actual = left();
-        expected = right();
-      } catch (err) {
-        return errored(site, err, started);
-      }
-      const ok = ops[op](actual, expected);
-      const expectedText = (op === '!==' || op === '!=' ? 'not ' : '') + show(expected);
-      record(site, ok ? { status: 'passed', expected: expectedText, actual: show(actual) } : {
-        status: 'failed', expected: expectedText, actual: show(actual), error_type: 'AssertionError',
-        message: failure(message, 'Assertion failed'),
-      }, started);
-    },
-    truthy(site, cond, message) {
-      const started = performance.now();
-      let value;
-      try {
-        value = cond();
-      } catch (err) {
-        return errored(site, err, started);
-      }
-      record(site, value ? { status: 'passed', actual: show(value) } : {
-        status: 'failed', expected: 'a truthy value', actual: show(value), error_type: 'AssertionError',
-        message: failure(message, 'Assertion failed'),
-      }, started);
-    },
-    method(site, object, name, args) {
-      const started = performance.now();
-      let target;
-      let values;
-      try {
-        target = object();
-        values = args();
-      } catch (err) {
-        return errored(site, err, started);
-      }
-      const oneArg = name === 'ok' || name === 'ifError' || name === 'fail';
-      const fields = { expected: oneArg ? undefined : show(values[1]), actual: show(values[0]) };
-      try {
-        target[name](...values);
-      } catch (err) {
-        if (!isAssertionError(err)) return errored(site, err, started);
-        return record(site, Object.assign(fields, {
-          status: 'failed', error_type: 'AssertionError', message: errorMessage(err),
-        }), started);
-      }
-      record(site, Object.assign(fields, { status: 'passed' }), started);
-    },
-    func(site, callee, args) {
-      const started = performance.now();
-      let fn;
-      let values;
-      try {
-        fn = callee();
-        values = args();
-      } catch (err) {
-        return errored(site, err, started);
-      }
-      try {
-        fn(...values);
-      } catch (err) {
-        if (!isAssertionError(err)) return errored(site, err, started);
-        return record(site, {
-          status: 'failed', actual: show(values[0]), error_type: 'AssertionError', message: errorMessage(err),
-        }, started);
-      }
-      record(site, { status: 'passed', actual: show(values[0]) }, started);
-    },
-    unless(site, cond, values) {
-      const started = performance.now();
-      let failed;
-      try {
-        failed = cond();
-      } catch (err) {
-        return errored(site, err, started);
-      }
-      const fields = {};
-      if (values) {
-        try {
-          const [actual, expected] = values();
-          fields.actual = show(actual);
-          fields.expected = show(expected);
-        } catch (err) {
-          // Values are only for display.
-        }
-      }
-      record(site, Object.assign(fields, failed
-        ? { status: 'failed', error_type: 'AssertionError', message: 'the check failed' }
-        : { status: 'passed' }), started);
-    },
-    error(site, err) {
-      errored(site, err, performance.now());
-    },
-    count: () => count,
-  };
-}
-
 // -- running -----------------------------------------------------------------------
 
 function syntaxErrorLine(err, filename) {
@@ -387,7 +236,7 @@ function execute({ program, offset, filename, emit, prepared, requireFor }) {
     suspicious.push(`tests could not be split (${errorMessage(err)}); console.assert failures are counted ` +
       'and an exception fails the whole program');
   }
-  const recorder = Object.freeze(makeRecorder(sites, emit));
+  const recorder = Object.freeze(makeRecorder(sites, emit, show, () => performance.now()));
   const testFirstLine = (head.match(/\n/g) || []).length + 1;
   // An assertion the rewrite did not reach (called through an alias, say) still counts.
   console.assert = (value, ...rest) => {
@@ -439,5 +288,5 @@ function main() {
 if (require.main === module) {
   main();
 } else {
-  module.exports = { execute, rewrite, errorMessage, RECORDER };
+  module.exports = { execute, rewrite, errorMessage, syntaxErrorLine, RECORDER };
 }
