@@ -15,7 +15,7 @@ import pytest
 from sandbox_programs import Sandbox, python
 
 from evaluator.languages.base import judge
-from evaluator.sandbox.session import STOP_LINE
+from evaluator.sandbox.session import CPU_POLL_MIN, HOST_CPU_MARGIN, STOP_LINE, _CpuWatch
 
 PY_SPIN = """
 while True:
@@ -110,3 +110,49 @@ def test_a_line_that_only_looks_like_a_stop_request_is_a_bad_job(
     assert "runner_error" in answer
     after = sandbox.python(python("report(ok=True)"))
     assert judge(after).status == "passed"
+
+
+class FakeCgroup:
+    """A cgroup whose CPU counter the test sets."""
+
+    def __init__(self) -> None:
+        self.usage_ns = 0
+
+    def cpu_usage_ns(self) -> int:
+        return self.usage_ns
+
+
+def test_the_watch_stops_once_at_the_rlimits_whole_seconds_and_its_margin() -> None:
+    cgroup = FakeCgroup()
+    stops: list[int] = []
+    watch = _CpuWatch(cgroup, 0.5, 0, lambda: stops.append(1))  # type: ignore[arg-type]
+    # RLIMIT_CPU counts whole seconds (0.5 s fires at 1 s), and the margin is on top.
+    cgroup.usage_ns = int((1 + HOST_CPU_MARGIN) * 1e9) - 1
+    watch.check()
+    assert stops == []
+    cgroup.usage_ns += 1
+    watch.check()
+    watch.check()
+    assert stops == [1]
+
+
+def test_the_watch_counts_from_where_its_clock_restarted() -> None:
+    cgroup = FakeCgroup()
+    stops: list[int] = []
+    watch = _CpuWatch(cgroup, 1.0, 0, lambda: stops.append(1))  # type: ignore[arg-type]
+    cgroup.usage_ns = int(0.9e9)  # a preloaded module's import, say
+    watch.restart()
+    cgroup.usage_ns = int(1.9e9)
+    watch.check()
+    assert stops == []
+    cgroup.usage_ns = int(2.1e9)
+    watch.check()
+    assert stops == [1]
+
+
+def test_the_watch_waits_no_longer_than_the_budget_could_last() -> None:
+    cgroup = FakeCgroup()
+    watch = _CpuWatch(cgroup, 3.0, 0, lambda: None)  # type: ignore[arg-type]
+    assert watch.wait() <= 1.0
+    cgroup.usage_ns = int((3 + HOST_CPU_MARGIN) * 1e9) - 1000
+    assert watch.wait() == CPU_POLL_MIN
