@@ -60,8 +60,15 @@ host stops the program (`_CpuWatch`): the runner's own work for the job (a fork,
 a problem's tests) is in the cgroup's figure too."""
 CPU_POLL_MIN = 0.005
 """The shortest wait between two readings of the cgroup's CPU time."""
-STOP_LINE = b'{"stop": "cpu"}\n'
-"""Asks the runner to end the job's program as a CPU timeout (runner.STOP_REQUEST)."""
+RESTART_CPU_CLOCK = "restart_cpu_clock"
+"""The runner's word that the job's program runs again from its start, after work that
+was not the program's (runner.RESTART_CPU_CLOCK)."""
+
+
+def stop_line(epoch: int) -> bytes:
+    """Asks the runner to end run `epoch` of the job's program as a CPU timeout
+    (runner.STOP_REQUEST)."""
+    return json.dumps({"stop": "cpu", "epoch": epoch}).encode() + b"\n"
 
 _open_sessions: weakref.WeakSet[RunnerSession] = weakref.WeakSet()
 
@@ -323,13 +330,13 @@ class RunnerSession:
             return None
         return _CpuWatch(cgroup, float(limit), before.cpu_ns, self._send_stop)
 
-    def _send_stop(self) -> None:
+    def _send_stop(self, epoch: int) -> None:
         process = self.process
         if process is None or process.stdin is None:
             return
         # A runner that is gone shows it when its answer is read.
         with contextlib.suppress(OSError):
-            process.stdin.write(STOP_LINE)
+            process.stdin.write(stop_line(epoch))
             process.stdin.flush()
 
     def _send(self, job: dict[str, Any]) -> None:
@@ -353,7 +360,7 @@ class RunnerSession:
             if "progress" in answer:
                 if on_progress is not None:
                     on_progress(answer["progress"])
-            elif answer.get("restart_cpu_clock"):
+            elif answer.get(RESTART_CPU_CLOCK):
                 if watch is not None:
                     watch.restart()
             else:
@@ -460,12 +467,14 @@ class _CpuWatch:
     """
 
     def __init__(self, cgroup: SandboxCgroup, cpu_seconds: float, start_ns: int,
-                 stop: Callable[[], None]) -> None:
+                 stop: Callable[[int], None]) -> None:
         self.cgroup = cgroup
         self.budget_ns = int((math.ceil(cpu_seconds) + HOST_CPU_MARGIN) * 1e9)
         self.start_ns = start_ns
         self.stop = stop
         self.stopped = False
+        self.epoch = 0
+        """Which run of the program the clock times: the runner's restarts count them."""
         self.cpus = os.cpu_count() or 1
 
     def _used_ns(self) -> int | None:
@@ -473,10 +482,13 @@ class _CpuWatch:
         return None if now is None else now - self.start_ns
 
     def restart(self) -> None:
-        """Count from now: what the sandbox did so far was not the program's."""
+        """Count from now, for the program's next run: what the sandbox did so far was
+        not that run's (a stop sent for an earlier run, the runner ignores)."""
         now = self.cgroup.cpu_usage_ns()
         if now is not None:
             self.start_ns = now
+        self.epoch += 1
+        self.stopped = False
 
     def wait(self) -> float:
         """Seconds before the budget can be spent, at the earliest (every CPU busy)."""
@@ -489,7 +501,7 @@ class _CpuWatch:
         used = self._used_ns()
         if not self.stopped and used is not None and used >= self.budget_ns:
             self.stopped = True
-            self.stop()
+            self.stop(self.epoch)
 
 
 @dataclass(frozen=True)

@@ -82,10 +82,13 @@ _PROTOCOL_OUT = None
 _HOST: _HostChannel | None = None
 """What the host sends us (jobs, and stop requests during a job), once `main` opened it."""
 STOP_REQUEST = "stop"
-"""A line `{"stop": "cpu"}` from the host during a job whose CPU time it measures
-(`"cpu_by_host": true`): the sandbox has used the program's CPU limit of the host's CPU,
-so the program ends as a CPU timeout. Sent by the session when the backend's own CPU
-clock counts waiting (gVisor's); see `_HostChannel`."""
+"""A line `{"stop": "cpu", "epoch": N}` from the host during a job whose CPU time it
+measures (`"cpu_by_host": true`): the sandbox has used the program's CPU limit of the
+host's CPU, so the program ends as a CPU timeout. Sent by the session when the backend's
+own CPU clock counts waiting (gVisor's); see `_HostChannel`. N counts the times the
+host's clock was started again during the job (`RESTART_CPU_CLOCK`): a request meant
+for an earlier run of the program stops nothing."""
+RESTART_CPU_CLOCK = "restart_cpu_clock"
 REPORT_FD = 3
 """The fd number at which command steps find their report pipe."""
 KILL_GRACE = 0.5
@@ -239,6 +242,8 @@ class _HostChannel:
         self.fd = fd
         self.buffer = b""
         self.ended = False
+        self.epoch = 0
+        """The run of the current job's program that the host's clock is timing."""
 
     def _fill(self) -> None:
         try:
@@ -262,27 +267,33 @@ class _HostChannel:
             else:
                 return
             text = line.decode("utf-8", "replace")
-            if not _is_stop(text):
+            if _stop_epoch(text) is None:
                 yield text
 
-    def stop_requested(self) -> bool:
-        """Whether what the host sent during the job (`fd` is readable) asks to stop it.
-        Other complete lines stay for `jobs` (the host sends none while a job runs)."""
+    def stop_requested(self, epoch: int) -> bool:
+        """Whether what the host sent during the job (`fd` is readable) asks to stop the
+        program's run `epoch`; requests for other runs are dropped. Other complete lines
+        stay for `jobs` (the host sends none while a job runs)."""
         self._fill()
         *complete, rest = self.buffer.split(b"\n")
-        kept = [line for line in complete if not _is_stop(line.decode("utf-8", "replace"))]
+        epochs = [_stop_epoch(line.decode("utf-8", "replace")) for line in complete]
+        kept = [line for line, stop in zip(complete, epochs, strict=True) if stop is None]
         self.buffer = b"".join(line + b"\n" for line in kept) + rest
-        return len(kept) < len(complete)
+        return epoch in epochs
 
 
-def _is_stop(line: str) -> bool:
+def _stop_epoch(line: str) -> int | None:
+    """The epoch of a stop request, None when `line` is not one."""
     if STOP_REQUEST not in line:
-        return False
+        return None
     try:
         request = json.loads(line)
     except ValueError:
-        return False
-    return isinstance(request, dict) and set(request) == {STOP_REQUEST}
+        return None
+    if (not isinstance(request, dict) or set(request) != {STOP_REQUEST, "epoch"}
+            or type(request["epoch"]) is not int):
+        return None
+    return int(request["epoch"])
 
 
 def _report_reader(fd: int, nonce: str, job: dict) -> _Reader:
@@ -410,7 +421,7 @@ class _Watch:
         for reader in open_readers:
             if reader.fd in ready:
                 reader.read()
-        if host is not None and host.fd in ready and host.stop_requested():
+        if host is not None and host.fd in ready and host.stop_requested(host.epoch):
             self.stopped_by_host = True
             self._kill()
 
@@ -541,10 +552,12 @@ def _run_preloaded(job: dict, scratch: str) -> dict:
         try:
             os.close(result_r)
             _import_preload()
-            if _host_timed(job) and _PROTOCOL_OUT is not None:
-                # The import is not the program's: the host's CPU clock starts again.
+            if _host_timed(job) and _PROTOCOL_OUT is not None and _HOST is not None:
+                # Neither the first run nor the import is the program's: the host's clock
+                # starts again, and a stop it sent before that stops nothing now.
+                _HOST.epoch += 1
                 _PROTOCOL_OUT.write(json.dumps({"id": job.get("id"),
-                                                "restart_cpu_clock": True}) + "\n")
+                                                RESTART_CPU_CLOCK: True}) + "\n")
                 _PROTOCOL_OUT.flush()
             data = json.dumps(_run_harness_child(job, scratch, trap=[])).encode()
             view = memoryview(data)
@@ -936,6 +949,8 @@ def _run_service(job: dict, scratch_root: str) -> dict:
 
 def run_job(job: dict, scratch_root: str) -> dict:
     global _PHASES, _phase_clock
+    if _HOST is not None:
+        _HOST.epoch = 0
     _PHASES = {} if job.get("profile") else None
     _phase_clock = time.monotonic()
     if job.get("kind") == "service":

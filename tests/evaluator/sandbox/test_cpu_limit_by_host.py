@@ -9,13 +9,17 @@ Under bwrap the kernel's clock is exact, and the rlimit decides as before.
 
 from __future__ import annotations
 
+import importlib.util
+import os
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 from sandbox_programs import Sandbox, python
 
 from evaluator.languages.base import judge
-from evaluator.sandbox.session import CPU_POLL_MIN, HOST_CPU_MARGIN, STOP_LINE, _CpuWatch
+from evaluator.sandbox.session import CPU_POLL_MIN, HOST_CPU_MARGIN, _CpuWatch, stop_line
 
 PY_SPIN = """
 while True:
@@ -83,7 +87,7 @@ def test_a_stop_request_that_comes_after_its_job_stops_nothing(sandbox: Sandbox)
     process = sandbox.session.process
     assert process is not None
     assert process.stdin is not None
-    process.stdin.write(STOP_LINE * 2)
+    process.stdin.write(stop_line(0) * 2)
     process.stdin.flush()
     answer = sandbox.python(python("import time\ntime.sleep(0.5)\nreport(ok=True)"))
     run = answer["steps"][-1]
@@ -92,7 +96,8 @@ def test_a_stop_request_that_comes_after_its_job_stops_nothing(sandbox: Sandbox)
 
 
 @pytest.mark.parametrize("forged", [
-    b'{"stop": "cpu", "id": 1}\n',
+    b'{"stop": "cpu", "epoch": 0, "id": 1}\n',
+    b'{"stop": "cpu", "epoch": "0"}\n',
     b'{"stop": "cpu"\n',
     b'["stop"]\n',
 ])
@@ -125,7 +130,7 @@ class FakeCgroup:
 def test_the_watch_stops_once_at_the_rlimits_whole_seconds_and_its_margin() -> None:
     cgroup = FakeCgroup()
     stops: list[int] = []
-    watch = _CpuWatch(cgroup, 0.5, 0, lambda: stops.append(1))  # type: ignore[arg-type]
+    watch = _CpuWatch(cgroup, 0.5, 0, stops.append)  # type: ignore[arg-type]
     # RLIMIT_CPU counts whole seconds (0.5 s fires at 1 s), and the margin is on top.
     cgroup.usage_ns = int((1 + HOST_CPU_MARGIN) * 1e9) - 1
     watch.check()
@@ -133,26 +138,78 @@ def test_the_watch_stops_once_at_the_rlimits_whole_seconds_and_its_margin() -> N
     cgroup.usage_ns += 1
     watch.check()
     watch.check()
-    assert stops == [1]
+    assert stops == [0]
 
 
 def test_the_watch_counts_from_where_its_clock_restarted() -> None:
     cgroup = FakeCgroup()
     stops: list[int] = []
-    watch = _CpuWatch(cgroup, 1.0, 0, lambda: stops.append(1))  # type: ignore[arg-type]
-    cgroup.usage_ns = int(0.9e9)  # a preloaded module's import, say
+    watch = _CpuWatch(cgroup, 1.0, 0, stops.append)  # type: ignore[arg-type]
+    cgroup.usage_ns = int(1.2e9)  # the first run, and a preloaded module's import
+    watch.check()
+    assert stops == [0]
     watch.restart()
-    cgroup.usage_ns = int(1.9e9)
+    cgroup.usage_ns = int(2.2e9)
     watch.check()
-    assert stops == []
-    cgroup.usage_ns = int(2.1e9)
+    assert stops == [0]
+    cgroup.usage_ns = int(2.4e9)
     watch.check()
-    assert stops == [1]
+    assert stops == [0, 1]
 
 
 def test_the_watch_waits_no_longer_than_the_budget_could_last() -> None:
     cgroup = FakeCgroup()
-    watch = _CpuWatch(cgroup, 3.0, 0, lambda: None)  # type: ignore[arg-type]
+    watch = _CpuWatch(cgroup, 3.0, 0, lambda epoch: None)  # type: ignore[arg-type]
     assert watch.wait() <= 1.0
     cgroup.usage_ns = int((3 + HOST_CPU_MARGIN) * 1e9) - 1000
     assert watch.wait() == CPU_POLL_MIN
+
+
+RUNNER = Path(__file__).resolve().parents[3] / "evaluator/sandbox/runtime/runner.py"
+
+
+def runner_module() -> ModuleType:
+    """runner.py as a module (it is a script of the sandbox: standard library only)."""
+    spec = importlib.util.spec_from_file_location("sandbox_runner_under_test", RUNNER)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_stop_for_an_earlier_run_of_the_program_stops_nothing() -> None:
+    # A program that imports numpy in the lean runner runs again in a fork that imported
+    # it, and the host's clock starts again: a stop the host sent while timing the first
+    # run (it may arrive after the restart) must not end the second.
+    runner = runner_module()
+    read_end, write_end = os.pipe()
+    try:
+        channel = runner._HostChannel(read_end)
+        os.write(write_end, stop_line(0) + b'{"kind": "harness"}\n')
+        assert not channel.stop_requested(1)
+        os.write(write_end, stop_line(1))
+        assert channel.stop_requested(1)
+        # Lines that are not stop requests stay for the runner's next job.
+        os.close(write_end)
+        write_end = -1
+        assert list(channel.jobs()) == ['{"kind": "harness"}']
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
+def test_a_late_stop_between_jobs_is_dropped_but_nothing_else() -> None:
+    runner = runner_module()
+    read_end, write_end = os.pipe()
+    try:
+        channel = runner._HostChannel(read_end)
+        os.write(write_end, stop_line(0) + b"first\n" + stop_line(3) + b"second")
+        os.close(write_end)
+        write_end = -1
+        assert list(channel.jobs()) == ["first", "second"]
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
