@@ -551,8 +551,9 @@ def load_may_decide(result: SampleResult, backend: Backend) -> bool:
 
     gVisor counts waiting for a CPU as the program's CPU time, so there the program's own
     figure proves nothing; what the host's CPU accounting saw the whole sandbox use during
-    the job does (`sandbox_cpu_ms`, from the session's cgroup). Without that figure every
-    timeout under gVisor may be load's."""
+    the job does (`sandbox_cpu_ms`, from the session's cgroup). Where the session has that
+    figure it also stops the program by it (`session._CpuWatch`), so such a timeout has
+    spent its budget. Without that figure every timeout under gVisor may be load's."""
     if result.status not in RETRIED_STATUSES:
         return False
     facts = result.facts or {}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import math
 import os
 import select
 import shutil
@@ -53,6 +54,21 @@ MB = 1024 * 1024
 WORKDIR_PREFIX = "evaluator-"
 HARNESSES_VARIABLE = "EVALUATOR_HARNESSES"
 """The harnesses a runner imports as it starts (host paths here, the runner's there)."""
+HOST_CPU_MARGIN = 0.1
+"""Seconds of CPU the sandbox may use for a job beyond its program's limit before the
+host stops the program (`_CpuWatch`): the runner's own work for the job (a fork, compiling
+a problem's tests) is in the cgroup's figure too."""
+CPU_POLL_MIN = 0.005
+"""The shortest wait between two readings of the cgroup's CPU time."""
+RESTART_CPU_CLOCK = "restart_cpu_clock"
+"""The runner's word that the job's program runs again from its start, after work that
+was not the program's (runner.RESTART_CPU_CLOCK)."""
+
+
+def stop_line(epoch: int) -> bytes:
+    """Asks the runner to end run `epoch` of the job's program as a CPU timeout
+    (runner.STOP_REQUEST)."""
+    return json.dumps({"stop": "cpu", "epoch": epoch}).encode() + b"\n"
 
 _open_sessions: weakref.WeakSet[RunnerSession] = weakref.WeakSet()
 
@@ -272,12 +288,15 @@ class RunnerSession:
             started = time.monotonic()
             if on_progress is not None:
                 job = {**job, "stream": True}
+            watch = self._cpu_watch(job, before)
+            if watch is not None:
+                job = {**job, "cpu_by_host": True}
             harness = job.get("harness")
             if isinstance(harness, dict) and self.backend.isolated:
                 job = {**job, "harness": {**harness, "path": self.sandbox_path(harness["path"])}}
             self._send(job)
             try:
-                answer = self._await_answer(job, started, on_progress)
+                answer = self._await_answer(job, started, on_progress, watch)
             except RunnerDied as exc:
                 return self._runner_died(exc, job, started, before)
             self._busy = False
@@ -298,6 +317,28 @@ class RunnerSession:
         return _CgroupCounts(oom_kills=cgroup.oom_kills(), pids_refused=cgroup.pids_refused(),
                              cpu_ns=cgroup.cpu_usage_ns())
 
+    def _cpu_watch(self, job: dict[str, Any],
+                   before: _CgroupCounts | None) -> _CpuWatch | None:
+        """A watch on the sandbox's CPU time for `job`, when the backend's own CPU clock
+        is not exact (gVisor's counts time spent waiting for a CPU) and the host can read
+        the sandbox's: the host then ends the program at its CPU limit (`_CpuWatch`).
+        Only a harness job runs one timed program; other jobs keep the rlimit."""
+        cgroup = self.cgroup
+        limit = job.get("limits", {}).get("cpu_seconds")
+        if (self.backend.cpu_time_exact or cgroup is None or before is None
+                or before.cpu_ns is None or job.get("kind") != "harness" or not limit):
+            return None
+        return _CpuWatch(cgroup, float(limit), before.cpu_ns, self._send_stop)
+
+    def _send_stop(self, epoch: int) -> None:
+        process = self.process
+        if process is None or process.stdin is None:
+            return
+        # A runner that is gone shows it when its answer is read.
+        with contextlib.suppress(OSError):
+            process.stdin.write(stop_line(epoch))
+            process.stdin.flush()
+
     def _send(self, job: dict[str, Any]) -> None:
         assert self.process is not None
         assert self.process.stdin is not None
@@ -311,15 +352,19 @@ class RunnerSession:
 
     def _await_answer(self, job: dict[str, Any], started: float,
                       on_progress: Callable[[dict[str, Any]], None] | None,
-                      ) -> dict[str, Any]:
+                      watch: _CpuWatch | None = None) -> dict[str, Any]:
         """The runner's answer, passing on the progress records that come before it."""
         deadline = started + _job_budget(job) + ANSWER_GRACE
-        answer = self._read_line(deadline - time.monotonic())
-        while "progress" in answer:
-            if on_progress is not None:
-                on_progress(answer["progress"])
-            answer = self._read_line(deadline - time.monotonic())
-        return answer
+        while True:
+            answer = self._read_line(deadline - time.monotonic(), watch)
+            if "progress" in answer:
+                if on_progress is not None:
+                    on_progress(answer["progress"])
+            elif answer.get(RESTART_CPU_CLOCK):
+                if watch is not None:
+                    watch.restart()
+            else:
+                return answer
 
     def _runner_died(self, exc: RunnerDied, job: dict[str, Any], started: float,
                      before: _CgroupCounts | None) -> dict[str, Any]:
@@ -368,7 +413,7 @@ class RunnerSession:
             # stopped just short of this line is replaced after some later job.
             self.close()
 
-    def _read_line(self, timeout: float) -> dict[str, Any]:
+    def _read_line(self, timeout: float, watch: _CpuWatch | None = None) -> dict[str, Any]:
         assert self.process is not None
         assert self.process.stdout is not None
         assert self.process.stderr is not None
@@ -379,7 +424,10 @@ class RunnerSession:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise RunnerDied(f"no answer within {timeout:.0f} s{self._stderr_hint()}")
-            ready, _, _ = select.select([out_fd, err_fd], [], [], min(remaining, 1.0))
+            wait = min(remaining, 1.0) if watch is None else min(remaining, watch.wait())
+            ready, _, _ = select.select([out_fd, err_fd], [], [], wait)
+            if watch is not None:
+                watch.check()
             if err_fd in ready:
                 chunk = os.read(err_fd, 65536)
                 self._stderr_tail = (self._stderr_tail + chunk)[-4000:]
@@ -403,6 +451,57 @@ class RunnerSession:
     def _stderr_hint(self) -> str:
         text = self._stderr_tail.decode("utf-8", "replace").strip()
         return f"; it said: {text[-1000:]}" if text else ""
+
+
+class _CpuWatch:
+    """Ends a job's program once the whole sandbox has used its CPU limit of the host's
+    CPU, as the sandbox's cgroup counts it.
+
+    gVisor charges a program for the time its thread waited for a CPU, so on a busy
+    machine its own RLIMIT_CPU ends an endless loop after a fraction of its limit of real
+    CPU, and the engine must run it again alone to know. The cgroup counts only what the
+    sandbox (the program, and the Sentry working for it) really ran: a loop stopped by it
+    has spent its budget, and is not run again (`engine.load_may_decide`). The limit is
+    RLIMIT_CPU's (whole seconds, rounded up) plus `HOST_CPU_MARGIN` for the runner's own
+    work; the program's rlimit is then only a backstop at its wall-clock limit.
+    """
+
+    def __init__(self, cgroup: SandboxCgroup, cpu_seconds: float, start_ns: int,
+                 stop: Callable[[int], None]) -> None:
+        self.cgroup = cgroup
+        self.budget_ns = int((math.ceil(cpu_seconds) + HOST_CPU_MARGIN) * 1e9)
+        self.start_ns = start_ns
+        self.stop = stop
+        self.stopped = False
+        self.epoch = 0
+        """Which run of the program the clock times: the runner's restarts count them."""
+        self.cpus = os.cpu_count() or 1
+
+    def _used_ns(self) -> int | None:
+        now = self.cgroup.cpu_usage_ns()
+        return None if now is None else now - self.start_ns
+
+    def restart(self) -> None:
+        """Count from now, for the program's next run: what the sandbox did so far was
+        not that run's (a stop sent for an earlier run, the runner ignores)."""
+        now = self.cgroup.cpu_usage_ns()
+        if now is not None:
+            self.start_ns = now
+        self.epoch += 1
+        self.stopped = False
+
+    def wait(self) -> float:
+        """Seconds before the budget can be spent, at the earliest (every CPU busy)."""
+        used = self._used_ns()
+        if self.stopped or used is None:
+            return 1.0
+        return min(1.0, max(CPU_POLL_MIN, (self.budget_ns - used) / 1e9 / self.cpus))
+
+    def check(self) -> None:
+        used = self._used_ns()
+        if not self.stopped and used is not None and used >= self.budget_ns:
+            self.stopped = True
+            self.stop(self.epoch)
 
 
 @dataclass(frozen=True)

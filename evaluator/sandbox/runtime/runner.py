@@ -16,6 +16,11 @@ Inside a real sandbox (the backend sets the variables below) the runner also:
   private PID namespace, `EVALUATOR_PID_NAMESPACE=1`), so nothing a program started,
   however it detached, outlives its job; and empties the scratch file system.
 
+When the host measures a job's CPU time itself (`"cpu_by_host": true`: gVisor, whose own
+CPU clock counts time spent waiting for a CPU), the program's RLIMIT_CPU only backs up the
+wall clock, and the host ends the program with a stop request (`STOP_REQUEST`) once the
+sandbox has used its limit.
+
 Job kinds:
 - "harness": a test harness written for this interpreter runs the program in a forked
   child. The job names the harness (`harness.path`, a file in a runtime folder the
@@ -48,6 +53,7 @@ import struct
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 
 # Annotations only: the runner does not import `typing` (it starts with each worker, and
 # imports no more than it uses). mypy takes a name TYPE_CHECKING as true.
@@ -79,6 +85,16 @@ SECCOMP_FILTER = os.environ.get("EVALUATOR_SECCOMP", "")
 backend sets it; bwrap installs the same filter before it starts us)."""
 _PROTOCOL_OUT = None
 """The host channel, once `main` has opened it: streamed test records go there too."""
+_HOST: _HostChannel | None = None
+"""What the host sends us (jobs, and stop requests during a job), once `main` opened it."""
+STOP_REQUEST = "stop"
+"""A line `{"stop": "cpu", "epoch": N}` from the host during a job whose CPU time it
+measures (`"cpu_by_host": true`): the sandbox has used the program's CPU limit of the
+host's CPU, so the program ends as a CPU timeout. Sent by the session when the backend's
+own CPU clock counts waiting (gVisor's); see `_HostChannel`. N counts the times the
+host's clock was started again during the job (`RESTART_CPU_CLOCK`): a request meant
+for an earlier run of the program stops nothing."""
+RESTART_CPU_CLOCK = "restart_cpu_clock"
 REPORT_FD = 3
 """The fd number at which command steps find their report pipe."""
 KILL_GRACE = 0.5
@@ -224,6 +240,68 @@ class _ReportReader(_Reader):
         return chunk
 
 
+class _HostChannel:
+    """The host's side of the protocol, read unbuffered (so that `select` on `fd` tells
+    the truth): one job per line, and, while a job runs, perhaps a stop request."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+        self.ended = False
+        self.epoch = 0
+        """The run of the current job's program that the host's clock is timing."""
+
+    def _fill(self) -> None:
+        try:
+            chunk = os.read(self.fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.ended = True
+        self.buffer += chunk
+
+    def jobs(self) -> Iterator[str]:
+        """Each line the host sends between jobs, but stop requests: one that arrives
+        after its job ended asks nothing any more."""
+        while True:
+            while b"\n" not in self.buffer and not self.ended:
+                self._fill()
+            if b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+            elif self.buffer:
+                line, self.buffer = self.buffer, b""
+            else:
+                return
+            text = line.decode("utf-8", "replace")
+            if _stop_epoch(text) is None:
+                yield text
+
+    def stop_requested(self, epoch: int) -> bool:
+        """Whether what the host sent during the job (`fd` is readable) asks to stop the
+        program's run `epoch`; requests for other runs are dropped. Other complete lines
+        stay for `jobs` (the host sends none while a job runs)."""
+        self._fill()
+        *complete, rest = self.buffer.split(b"\n")
+        epochs = [_stop_epoch(line.decode("utf-8", "replace")) for line in complete]
+        kept = [line for line, stop in zip(complete, epochs, strict=True) if stop is None]
+        self.buffer = b"".join(line + b"\n" for line in kept) + rest
+        return epoch in epochs
+
+
+def _stop_epoch(line: str) -> int | None:
+    """The epoch of a stop request, None when `line` is not one."""
+    if STOP_REQUEST not in line:
+        return None
+    try:
+        request = json.loads(line)
+    except ValueError:
+        return None
+    if (not isinstance(request, dict) or set(request) != {STOP_REQUEST, "epoch"}
+            or type(request["epoch"]) is not int):
+        return None
+    return int(request["epoch"])
+
+
 def _report_reader(fd: int, nonce: str, job: dict[str, Any]) -> _Reader:
     if job.get("stream"):
         return _ReportReader(fd, REPORT_LIMIT, nonce, job.get("id"))
@@ -274,9 +352,11 @@ def _reap() -> None:
             return
 
 
-def _supervise(pid: int, readers: list[_Reader], limits: dict[str, Any]) -> dict[str, Any]:
-    """Wait for child `pid` while draining its pipes; enforce wall time and output size."""
-    watch = _Watch(pid, readers, limits)
+def _supervise(pid: int, readers: list[_Reader], limits: dict[str, Any],
+               host: _HostChannel | None = None) -> dict[str, Any]:
+    """Wait for child `pid` while draining its pipes; enforce wall time and output size,
+    and, with `host`, end the child when the host asks (its CPU limit, measured there)."""
+    watch = _Watch(pid, readers, limits, host)
     while watch.waiting():
         watch.drain()
     return watch.result()
@@ -285,8 +365,11 @@ def _supervise(pid: int, readers: list[_Reader], limits: dict[str, Any]) -> dict
 class _Watch:
     """One child under supervision: its pipes, its limits, and how it ended."""
 
-    def __init__(self, pid: int, readers: list[_Reader], limits: dict[str, Any]) -> None:
+    def __init__(self, pid: int, readers: list[_Reader], limits: dict[str, Any],
+                 host: _HostChannel | None = None) -> None:
         self.pid = pid
+        self.host = host
+        self.stopped_by_host = False
         self.readers = readers
         self.limits = limits
         self.output_limit = int(limits.get("output_bytes", 8 * 1024 * 1024))
@@ -338,10 +421,15 @@ class _Watch:
             time.sleep(0.002)
             return
         timeout = 0.05 if self.status is None else 0.2
-        ready, _, _ = select.select([r.fd for r in open_readers], [], [], timeout)
+        fds = [r.fd for r in open_readers]
+        host = self.host if self.status is None and self.host and not self.host.ended else None
+        ready, _, _ = select.select([*fds, host.fd] if host else fds, [], [], timeout)
         for reader in open_readers:
             if reader.fd in ready:
                 reader.read()
+        if host is not None and host.fd in ready and host.stop_requested(host.epoch):
+            self.stopped_by_host = True
+            self._kill()
 
     def result(self) -> dict[str, Any]:
         # What was still in the pipes when the program ended counts too: a program that
@@ -365,6 +453,9 @@ class _Watch:
         if rusage is not None and _PHASES is not None:
             result["minor_faults"] = rusage.ru_minflt
         _phase("drain")
+        if self.stopped_by_host:
+            result["cpu_timed_out"] = True
+            result["cpu_stopped_by_host"] = True
         if result["signal"] == signal.SIGXCPU or (
             result["signal"] == signal.SIGKILL
             and rusage is not None
@@ -467,6 +558,13 @@ def _run_preloaded(job: dict[str, Any], scratch: str) -> dict[str, Any]:
         try:
             os.close(result_r)
             _import_preload()
+            if _host_timed(job) and _PROTOCOL_OUT is not None and _HOST is not None:
+                # Neither the first run nor the import is the program's: the host's clock
+                # starts again, and a stop it sent before that stops nothing now.
+                _HOST.epoch += 1
+                _PROTOCOL_OUT.write(json.dumps({"id": job.get("id"),
+                                                RESTART_CPU_CLOCK: True}) + "\n")
+                _PROTOCOL_OUT.flush()
             data = json.dumps(_run_harness_child(job, scratch, trap=[])).encode()
             view = memoryview(data)
             while view:
@@ -511,6 +609,21 @@ class _PreloadTrap:
             self.exit(0)
 
 
+def _host_timed(job: dict[str, Any]) -> bool:
+    return bool(job.get("cpu_by_host")) and _HOST is not None
+
+
+def _child_limits(job: dict[str, Any]) -> dict[str, Any]:
+    """The rlimits of the job's program. When the host measures its CPU time
+    (`STOP_REQUEST`), this process's own CPU clock only backs the wall clock up: under
+    gVisor it counts time spent waiting for a CPU, and would end the program early."""
+    limits: dict[str, Any] = job.get("limits", {})
+    if not _host_timed(job):
+        return limits
+    return {**limits, "cpu_seconds": max(float(limits.get("cpu_seconds", 10)),
+                                         float(limits.get("wall_seconds", 10)))}
+
+
 def _run_harness_child(job: dict[str, Any], scratch: str, *, trap: list[str]) -> dict[str, Any]:
     limits = job.get("limits", {})
     nonce = secrets.token_hex(16)
@@ -531,7 +644,7 @@ def _run_harness_child(job: dict[str, Any], scratch: str, *, trap: list[str]) ->
         try:
             for fd in (out_r, err_r, rep_r):
                 os.close(fd)
-            _child_setup(scratch, limits)
+            _child_setup(scratch, _child_limits(job))
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
             os.dup2(rep_w, REPORT_FD)
@@ -547,7 +660,7 @@ def _run_harness_child(job: dict[str, Any], scratch: str, *, trap: list[str]) ->
         os.close(fd)
     readers = [_Reader(out_r, STORED_OUTPUT), _Reader(err_r, STORED_OUTPUT),
                _report_reader(rep_r, nonce, job)]
-    step = _supervise(pid, readers, limits)
+    step = _supervise(pid, readers, limits, _HOST if _host_timed(job) else None)
     step.update(name="run", stdout=readers[0].text(), stderr=readers[1].text())
     records, forged = _parse_report(bytes(readers[2].data), nonce)
     return {"steps": [step], "records": records, "forged_lines": forged}
@@ -842,6 +955,8 @@ def _run_service(job: dict[str, Any], scratch_root: str) -> dict[str, Any]:
 
 def run_job(job: dict[str, Any], scratch_root: str) -> dict[str, Any]:
     global _PHASES, _phase_clock
+    if _HOST is not None:
+        _HOST.epoch = 0
     _PHASES = {} if job.get("profile") else None
     _phase_clock = time.monotonic()
     if job.get("kind") == "service":
@@ -966,10 +1081,11 @@ def main() -> int:
     for path in HARNESSES_AT_START:
         with contextlib.suppress(Exception):  # the first job that names it says why
             _harness({"harness": {"path": path}})
-    protocol_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    host = _HostChannel(os.dup(0))
     protocol_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    global _PROTOCOL_OUT
+    global _PROTOCOL_OUT, _HOST
     _PROTOCOL_OUT = protocol_out
+    _HOST = host
     # Children must not inherit the protocol pipes at 0 and 1.
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -988,7 +1104,7 @@ def main() -> int:
     # bwrap that cut a child's fork-and-collect from 12 ms to 2.5 ms.
     gc.collect()
     gc.freeze()
-    for line in protocol_in:
+    for line in host.jobs():
         if not line.strip():
             continue
         try:
