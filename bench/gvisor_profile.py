@@ -40,6 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import load_average, shared_dir  # noqa: E402
+from evaluator.calibration import resolve_backend  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
 from evaluator.languages.python import HARNESS_JOB  # noqa: E402
@@ -47,7 +48,6 @@ from evaluator.records import RunOptions, Sample  # noqa: E402
 from evaluator.samples import read_samples  # noqa: E402
 from evaluator.sandbox import gvisor  # noqa: E402
 from evaluator.sandbox import session as session_module  # noqa: E402
-from evaluator.sandbox.backends import get_backend  # noqa: E402
 from evaluator.sandbox.base import Mount, SandboxLimits  # noqa: E402
 from evaluator.sandbox.session import RunnerSession  # noqa: E402
 
@@ -88,7 +88,7 @@ def main() -> None:
         session_module.RUNTIME_DIR = args.runtime.resolve()  # type: ignore[attr-defined]
         old_layout = (args.runtime / "pyharness.py").exists()
 
-    backend = get_backend(args.sandbox)
+    backend = resolve_backend(args.sandbox)
     language = get_language("python")
     limits = SandboxLimits.for_timeout(3.0)
     options = RunOptions(limits=limits)

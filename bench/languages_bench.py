@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.codegeex_env import run_codegeex  # noqa: E402
 from bench.codegeex_toolchains import go_env, js_env, rust_env  # noqa: E402
 from bench.common import load_average  # noqa: E402
+from evaluator.calibration import resolve_backend  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
 from evaluator.records import RunOptions, Sample  # noqa: E402
-from evaluator.sandbox.backends import get_backend  # noqa: E402
 from evaluator.sandbox.base import SandboxError, SandboxLimits  # noqa: E402
 from evaluator.sandbox.levels import level_of_backend  # noqa: E402
 
@@ -152,7 +152,7 @@ def time_codegeex(plugin: LanguagePlugin, *, workers: int, limit: int | None = N
 
 def describe_backend(name: str) -> str:
     """Which isolation level and backend `name` means here; for `auto`, why."""
-    backend = get_backend(name)
+    backend = resolve_backend(name)
     level = level_of_backend(backend.name) or backend.name
     text = f"{name}: the {level} level ({backend.name})"
     return f"{text}; {backend.chosen}" if name == "auto" else text
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                 ratio = ours.rate / theirs.rate if theirs.rate else float("inf")
                 # Under a sandbox the programs are not our descendants' to account (bwrap
                 # reaps them inside its namespace): their CPU time does not reach us.
-                counted = get_backend(backend).name == "none"
+                counted = resolve_backend(backend).name == "none"
                 cpu = f"{ours.cpu_ms_per_sample:14.0f}" if counted else f"{'n/a':>14}"
                 cpu_ratio = (f"{theirs.cpu_ms_per_sample / ours.cpu_ms_per_sample:.2f}x"
                              if counted and ours.cpu_ms_per_sample else "n/a")

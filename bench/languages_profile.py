@@ -30,10 +30,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import load_average, shared_dir  # noqa: E402
+from evaluator.calibration import resolve_backend  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
 from evaluator.records import RunOptions, Sample  # noqa: E402
-from evaluator.sandbox.backends import get_backend  # noqa: E402
 from evaluator.sandbox.base import SandboxError, SandboxLimits  # noqa: E402
 from evaluator.sandbox.levels import level_of_backend  # noqa: E402
 from evaluator.sandbox.session import RunnerSession  # noqa: E402
@@ -58,7 +58,7 @@ def _jobs(language_name: str, programs: int) -> list[dict[str, Any]]:
 def _session(language_name: str, backend_name: str) -> RunnerSession:
     language = get_language(language_name)
     env = {"EVALUATOR_PRELOAD": ",".join(language.preload), **language.environment()}
-    session = RunnerSession(get_backend(backend_name), limits=LIMITS,
+    session = RunnerSession(resolve_backend(backend_name), limits=LIMITS,
                             mounts=language.mounts(), env=env)
     session.start()
     return session
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     backends = [name.strip() for name in args.backend.split(",") if name.strip()]
     for name in backends:
         try:
-            backend = get_backend(name)
+            backend = resolve_backend(name)
         except SandboxError as exc:
             parser.error(str(exc))
         chosen = f"; {backend.chosen}" if name == "auto" else ""

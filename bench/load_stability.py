@@ -44,13 +44,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import load_average, shared_dir  # noqa: E402
 from bench.humaneval_agreement import evaluate  # noqa: E402
+from evaluator.calibration import resolve_backend  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import RETRIED_STATUSES, Engine, EngineConfig  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
 from evaluator.languages.python import HARNESS_JOB  # noqa: E402
 from evaluator.records import Problem, RunOptions, Sample, SampleResult  # noqa: E402
 from evaluator.samples import read_samples  # noqa: E402
-from evaluator.sandbox.backends import get_backend  # noqa: E402
 from evaluator.sandbox.base import SandboxLimits  # noqa: E402
 from evaluator.sandbox.session import RunnerSession  # noqa: E402
 
@@ -97,7 +97,7 @@ def clock_readings(backend: str) -> list[ClockReading]:
     limits = SandboxLimits(cpu_seconds=120.0, wall_seconds=300.0)
     spin = limits.replace(cpu_seconds=LIMIT_SECONDS)
     python = get_language("python")
-    session = RunnerSession(get_backend(backend), limits=limits, mounts=python.mounts(),
+    session = RunnerSession(resolve_backend(backend), limits=limits, mounts=python.mounts(),
                             env={"EVALUATOR_PRELOAD": ",".join(python.preload),
                                  **python.environment()})
     readings = []

@@ -23,11 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import load_average, shared_dir  # noqa: E402
+from evaluator.calibration import resolve_backend  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
 from evaluator.records import Problem, RunOptions, Sample  # noqa: E402
-from evaluator.sandbox.backends import get_backend  # noqa: E402
 from evaluator.sandbox.base import SandboxError, SandboxLimits  # noqa: E402
 from evaluator.sandbox.session import RunnerSession  # noqa: E402
 
@@ -52,7 +52,7 @@ def codegen_samples(problems: dict[str, Problem], limit: int) -> list[Sample]:
 def startup_and_latency(backend_name: str, problems: dict[str, Problem], count: int,
                         ) -> tuple[list[float], list[float]]:
     """Sandbox start-up times, and per-sample round trips on one warm runner (ms)."""
-    backend = get_backend(backend_name)
+    backend = resolve_backend(backend_name)
     language = get_language("python")
     options = RunOptions(limits=LIMITS)
     jobs = []
@@ -109,7 +109,7 @@ def main() -> None:
     backends = []
     for name in args.backends.split(","):
         try:
-            get_backend(name)
+            resolve_backend(name)
             backends.append(name)
         except SandboxError as exc:
             print(f"skipping {name}: {exc}")
