@@ -1,0 +1,44 @@
+"""The benchmark scripts start: each answers `--help`, and the sandbox names a user types
+(`auto` included) resolve the way the evaluator's command line resolves them.
+
+The scripts are run, not imported, by the people who quote their figures; a script that
+no longer starts after a change to the evaluator's modules is found here rather than on
+the day someone needs its figures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+SCRIPTS = sorted(path for path in (REPO_ROOT / "bench").glob("*.py")
+                 if path.name not in ("__init__.py", "common.py")
+                 and "def main(" in path.read_text())
+
+
+def _run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **env})
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
+def test_each_script_answers_help(script: Path) -> None:
+    done = _run([str(script), "--help"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: "), done.stdout
+
+
+def test_languages_bench_resolves_auto_as_the_command_line_does() -> None:
+    # Calibration off: `auto` then decides by strength alone, without measuring here.
+    code = ("from bench.languages_bench import describe_backend\n"
+            "print(describe_backend('auto'))\nprint(describe_backend('none'))\n")
+    done = _run(["-c", code], EVALUATOR_AUTO_CALIBRATION="off")
+    assert done.returncode == 0, done.stderr
+    auto, none = done.stdout.splitlines()
+    assert auto.startswith("auto: the ") and "; auto: " in auto, auto
+    assert none == "none: the none level (none)", none
