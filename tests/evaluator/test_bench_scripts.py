@@ -40,5 +40,6 @@ def test_languages_bench_resolves_auto_as_the_command_line_does() -> None:
     done = _run(["-c", code], EVALUATOR_AUTO_CALIBRATION="off")
     assert done.returncode == 0, done.stderr
     auto, none = done.stdout.splitlines()
-    assert auto.startswith("auto: the ") and "; auto: " in auto, auto
+    assert auto.startswith("auto: the "), auto
+    assert "; auto: " in auto, auto
     assert none == "none: the none level (none)", none

@@ -1,10 +1,13 @@
 """Helpers every language test module uses: an engine on the `none` backend, running one
-sample, and looking for processes a program may have left behind."""
+sample, looking for processes a program may have left behind, and asking JavaScript's
+gate about programs."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,6 +22,22 @@ def local_engine(*, seconds: float, memory_mb: int) -> Iterator[Engine]:
                                               memory_mb=memory_mb))
     with Engine(EngineConfig(backend="none", workers=2, options=options)) as engine:
         yield engine
+
+
+def gate_answers(expression: str, programs: Iterable[str]) -> dict[str, object]:
+    """What JavaScript's gate (runtime/js/gate.js, loaded as `gate`, with acorn as
+    `acorn`) says of each program: `expression` is evaluated with the program as `c`."""
+    from evaluator.languages.js import RUNTIME, node_modules
+
+    programs = list(programs)
+    script = ("const acorn = require(process.argv[1] + '/acorn');"
+              "const gate = require(process.argv[2]);"
+              "const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+              f"console.log(JSON.stringify(cases.map((c) => {expression})));")
+    found = subprocess.run(["node", "-e", script, str(node_modules()), str(RUNTIME / "gate.js")],
+                           input=json.dumps(programs), capture_output=True, text=True,
+                           check=True, timeout=60)
+    return dict(zip(programs, json.loads(found.stdout), strict=True))
 
 
 def evaluate_one(engine: Engine, problem: Problem, sample: Sample) -> SampleResult:

@@ -3,17 +3,15 @@ verdicts a process of their own gives, and nothing one program does reaches anot
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
-from language_support import evaluate_one
+from language_support import evaluate_one, gate_answers
 
 from evaluator.engine import Engine, EngineConfig
 from evaluator.languages.base import CompileService
-from evaluator.languages.js import RUNTIME, JavaScript, node_modules
+from evaluator.languages.js import JavaScript
 from evaluator.records import Problem, RunOptions, Sample, SampleResult
 from evaluator.sandbox.base import SandboxLimits
 
@@ -257,14 +255,7 @@ GATE_CASES = {
 
 
 def test_the_gate() -> None:
-    script = ("const acorn = require(process.argv[1] + '/acorn');"
-              "const { needsOwnProcess } = require(process.argv[2]);"
-              "const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-              "console.log(JSON.stringify(cases.map((c) => needsOwnProcess(c, acorn))));")
-    found = subprocess.run(["node", "-e", script, str(node_modules()), str(RUNTIME / "gate.js")],
-                           input=json.dumps(list(GATE_CASES)), capture_output=True, text=True,
-                           check=True, timeout=60)
-    assert dict(zip(GATE_CASES, json.loads(found.stdout), strict=True)) == GATE_CASES
+    assert gate_answers("gate.needsOwnProcess(c, acorn)", GATE_CASES) == GATE_CASES
 
 
 def test_the_pool_answers_the_limits_it_was_given() -> None:

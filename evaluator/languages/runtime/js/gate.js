@@ -49,6 +49,16 @@ const REALM_LACKS = (() => {
   return new Set([...lacks, 'FinalizationRegistry', 'WeakRef'].filter((name) => !MODULE_NAMES.includes(name)));
 })();
 
+// Calls `visit` on each child node of `node` (positions are not nodes).
+function visitChildren(node, visit) {
+  for (const key of Object.keys(node)) {
+    if (key === 'start' || key === 'end' || key === 'loc') continue;
+    const child = node[key];
+    if (Array.isArray(child)) child.forEach(visit);
+    else if (child && typeof child.type === 'string') visit(child);
+  }
+}
+
 function isAllowedRequire(node) {
   return node.type === 'CallExpression' && node.callee.type === 'Identifier' && node.callee.name === 'require' &&
     node.arguments.length === 1 && node.arguments[0].type === 'Literal' &&
@@ -114,12 +124,7 @@ function classify(program, acorn) {
       default:
         break;
     }
-    for (const key of Object.keys(node)) {
-      if (key === 'start' || key === 'end' || key === 'loc') continue;
-      const child = node[key];
-      if (Array.isArray(child)) child.forEach(visit);
-      else if (child && typeof child.type === 'string') visit(child);
-    }
+    visitChildren(node, visit);
   };
   visit(ast);
   if (processReason) return { tier: 'process', reason: processReason };
@@ -204,12 +209,7 @@ function scopeOf(ast) {
       default:
         break;
     }
-    for (const key of Object.keys(node)) {
-      if (key === 'start' || key === 'end' || key === 'loc') continue;
-      const child = node[key];
-      if (Array.isArray(child)) child.forEach(visit);
-      else if (child && typeof child.type === 'string') visit(child);
-    }
+    visitChildren(node, visit);
   };
   visit(ast);
   return { lexical, undeclared: assigned.find((name) => !declared.has(name)) || '' };
