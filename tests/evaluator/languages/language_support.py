@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from evaluator.engine import Engine, EngineConfig
+from evaluator.languages.js import RUNTIME, node_modules
 from evaluator.records import Problem, RunOptions, Sample, SampleResult
 from evaluator.sandbox.base import SandboxLimits
 
@@ -27,8 +28,6 @@ def local_engine(*, seconds: float, memory_mb: int) -> Iterator[Engine]:
 def gate_answers(expression: str, programs: Iterable[str]) -> dict[str, object]:
     """What JavaScript's gate (runtime/js/gate.js, loaded as `gate`, with acorn as
     `acorn`) says of each program: `expression` is evaluated with the program as `c`."""
-    from evaluator.languages.js import RUNTIME, node_modules
-
     programs = list(programs)
     script = ("const acorn = require(process.argv[1] + '/acorn');"
               "const gate = require(process.argv[2]);"
