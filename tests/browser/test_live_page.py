@@ -44,7 +44,12 @@ ANSWERS = [("HumanEval/0", RIGHT_0), ("HumanEval/0", WRONG_0), ("HumanEval/0", R
 @pytest.fixture(scope="module")
 def stack(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SignedUpStack]:
     with embedded_stack(
-        tmp_path_factory.mktemp("live-page"), WORKBENCH_CHUNK_SAMPLES="2",
+        # One chunk per run, so the samples run in the order the tests open their gates.
+        # Chunks queued within one millisecond reach the worker in random order (kombu's
+        # filesystem broker names a message by the millisecond and a random uuid); with one
+        # worker process, a chunk of samples waiting for a later gate, taken first, would
+        # hold it while the test waits for a sample of another chunk.
+        tmp_path_factory.mktemp("live-page"), WORKBENCH_CHUNK_SAMPLES="16",
         # Room for a gated sample to wait while the test looks (the wall-clock backstop is
         # 3 x this + 5 s).
         EVALUATOR_TIMEOUT_SECONDS="40",

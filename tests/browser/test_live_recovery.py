@@ -41,7 +41,11 @@ GATED = ("    import os, time\n"
 def stack(chromium: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SignedUpStack]:
     with embedded_stack(
         tmp_path_factory.mktemp("live-recovery"),
-        WORKBENCH_CHUNK_SAMPLES="4",
+        # One chunk, so the two samples that do not wait run first: chunks queued within
+        # one millisecond reach the worker in random order (kombu's filesystem broker names
+        # a message by the millisecond and a random uuid), and a chunk of gated samples
+        # taken first would hold the one worker process before the page saw any sample.
+        WORKBENCH_CHUNK_SAMPLES=str(SAMPLES),
         # A short lease and sweep, so that the worker's loss is noticed within the test.
         WORKBENCH_LEASE_SECONDS="6", WORKBENCH_SWEEP_SECONDS="1",
         # Room for a gated sample to wait through both faults (the wall-clock backstop is
