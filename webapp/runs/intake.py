@@ -7,10 +7,10 @@ Holding writes the check beside the staged file (`<name>.check.json`); confirmin
 back, so the file is neither read nor hashed again. A clean file is also stored as a
 staged run while the person reads the page (`services.run_create(staged=True)`); the
 token names it, and confirming only starts it (`intake_held_run`), unless the person
-switched to another variant, which is a new check of the staged file. The token carries the size and
-modification time of both files: a staged file changed after its check is refused, and so
-is a token that is forged, expired, another user's, or already used. Whatever is refused,
-or used, is discarded here.
+switched to another variant, which is a new check of the staged file. The token carries
+the size and modification time of both files: a staged file changed after its check is
+refused, and so is a token that is forged, expired, another user's, or already used.
+Whatever is refused, or used, is discarded here.
 """
 
 from __future__ import annotations

@@ -180,6 +180,14 @@ def _child_setup(scratch: str, limits: dict[str, Any], *, address_space: bool = 
     _set_limits(limits, address_space=address_space)
 
 
+def _read_some(fd: int) -> bytes:
+    """What a pipe has for us now, up to 64 KiB; b"" at its end or when it cannot be read."""
+    try:
+        return os.read(fd, 65536)
+    except OSError:
+        return b""
+
+
 class _Reader:
     """Collects one pipe: keeps the first `keep` bytes, drains and counts the rest."""
 
@@ -191,10 +199,7 @@ class _Reader:
         self.open = True
 
     def read(self) -> bytes:
-        try:
-            chunk = os.read(self.fd, 65536)
-        except OSError:
-            chunk = b""
+        chunk = _read_some(self.fd)
         if not chunk:
             self.open = False
             os.close(self.fd)
@@ -252,10 +257,7 @@ class _HostChannel:
         """The run of the current job's program that the host's clock is timing."""
 
     def _fill(self) -> None:
-        try:
-            chunk = os.read(self.fd, 65536)
-        except OSError:
-            chunk = b""
+        chunk = _read_some(self.fd)
         if not chunk:
             self.ended = True
         self.buffer += chunk
