@@ -159,7 +159,12 @@ register(AgreementPlugin(
     known_cases={"CPP/63 [off by one (0 -> 1)]": (
         "the mutation sets ff[1] twice and never ff[0], which fibfib then reads: an "
         "uninitialised stack slot, undefined behaviour; it held 0 in CodeGeeX's build "
-        "and garbage in ours (our main differs), so the verdicts differ by chance")}))
+        "and garbage in ours (our main differs), so the verdicts differ by chance"),
+        "CPP/55 [off by one (0 -> 1)]": (
+            "the same undefined behaviour as CPP/63: the mutation sets f[1] twice and never "
+            "f[0], which fib then reads; on 2026-11-27 the slot held 0 in ours and garbage "
+            "in CodeGeeX's build (CPP/63 then agreed): which way such a slot falls moves "
+            "with each build, so the verdicts differ by chance")}))
 register(AgreementPlugin(
     "java", "humaneval-x/humaneval_java.jsonl.gz", "Java", java_idioms,
     expected={
