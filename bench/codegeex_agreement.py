@@ -39,6 +39,7 @@ from bench.codegeex_env import run_codegeex  # noqa: E402
 from bench.codegeex_toolchains import go_env, js_env, rust_env  # noqa: E402
 from bench.common import load_average  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
+from evaluator.defects import defects_for  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
 from evaluator.profiles import PROFILES  # noqa: E402
 from evaluator.records import Problem, RunOptions, Sample, SampleResult  # noqa: E402
@@ -422,13 +423,20 @@ def compare(plugin: AgreementPlugin, cases: list[Case], *, problems: int, worker
               f"{first[:80]!r} -> {second[:80]!r} (the second one is used)")
     for case, result, codegeex in disagreements:
         why = (expected.get(case.variant) or plugin.unreproduced.get(case.variant)
-               or plugin.known_cases.get(f"{case.problem.source_id} [{case.variant}]",
-                                         "UNEXPLAINED"))
+               or plugin.known_cases.get(f"{case.problem.source_id} [{case.variant}]")
+               or _flaky_in_registry(case.problem) or "UNEXPLAINED")
         print(f"   - {case.problem.source_id} [{case.variant}] ours={result.status}"
               f" ({result.error_type}: {result.message[:160]!r})"
               f" codegeex={codegeex[:160]!r}\n       why: {why}")
     by_variant = Counter(case.variant for case, _, _ in disagreements)
     print(f"   disagreements by variant: {dict(by_variant)}")
+
+
+def _flaky_in_registry(problem: Problem) -> str:
+    """Why the defect registry expects any verdict on `problem` to vary from run to run
+    ("" when it does not): a disagreement there says nothing about either harness."""
+    return "; ".join(f"the defect registry lists it as flaky ({d.id}): {d.effect}"
+                     for d in defects_for(problem) if d.flaky)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,3 +43,20 @@ def test_languages_bench_resolves_auto_as_the_command_line_does() -> None:
     assert auto.startswith("auto: the "), auto
     assert "; auto: " in auto, auto
     assert none == "none: the none level (none)", none
+
+
+def test_agreement_bench_explains_a_disagreement_on_a_problem_the_registry_calls_flaky(
+) -> None:
+    # Go/95's canonical solution depends on Go's random map order: a disagreement there
+    # is the problem's, not either harness's. Go/94 has no such entry.
+    from bench.codegeex_agreement import _flaky_in_registry
+    from evaluator.records import Problem
+
+    def go_problem(number: int) -> Problem:
+        return Problem(dataset="humaneval-x", task_id=f"HumanEval/{number}", language="go",
+                       natural_language="en", prompt="", entry_point="", canonical_solution="",
+                       test="", source_id=f"Go/{number}")
+
+    why = _flaky_in_registry(go_problem(95))
+    assert why.startswith("the defect registry lists it as flaky (hx-go-95-flaky): "), why
+    assert _flaky_in_registry(go_problem(94)) == ""
