@@ -39,7 +39,7 @@ from bench.codegeex_env import run_codegeex  # noqa: E402
 from bench.codegeex_toolchains import go_env, js_env, rust_env  # noqa: E402
 from bench.common import load_average  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
-from evaluator.defects import defects_for  # noqa: E402
+from evaluator.defects import flaky_defects  # noqa: E402
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
 from evaluator.profiles import PROFILES  # noqa: E402
 from evaluator.records import Problem, RunOptions, Sample, SampleResult  # noqa: E402
@@ -436,7 +436,7 @@ def _flaky_in_registry(problem: Problem) -> str:
     """Why the defect registry expects any verdict on `problem` to vary from run to run
     ("" when it does not): a disagreement there says nothing about either harness."""
     return "; ".join(f"the defect registry lists it as flaky ({d.id}): {d.effect}"
-                     for d in defects_for(problem) if d.flaky)
+                     for d in flaky_defects(problem))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from evaluator.datasets import Dataset
-from evaluator.defects import apply_patches, defects_for, explains
+from evaluator.defects import apply_patches, defects_for, explains, flaky_defects
 from evaluator.engine import Engine, EngineConfig
 from evaluator.languages import get_language
 from evaluator.records import Problem, RunOptions, Sample, SampleResult, Task, TestSet
@@ -224,7 +224,7 @@ def _failure(problem: Problem, result: SampleResult, tests: str, task: str, *,
     else:
         reasons = [d.id for d in explains(problem, tests, task)]
         if flaky:
-            reasons += [d.id for d in defects_for(problem) if d.flaky and d.id not in reasons]
+            reasons += [d.id for d in flaky_defects(problem) if d.id not in reasons]
     message = result.message
     if not problem.canonical_solution.strip() and result.status == "passed":
         message = "the stub passed: the tests check nothing"

@@ -214,6 +214,11 @@ def explains(problem: Problem, test_set: str, task: str = "generation") -> list[
             if test_set in d.canonical_fails and task in d.tasks]
 
 
+def flaky_defects(problem: Problem) -> list[Defect]:
+    """The defects that say any verdict on `problem` varies from run to run."""
+    return [d for d in defects_for(problem) if d.flaky]
+
+
 def apply_patches(problem: Problem) -> Problem:
     """A copy of `problem` with every registered patch applied.
 
