@@ -7,8 +7,10 @@ directory that the sandboxed runner mounts read-only.
 
 The cache directory must be readable by the unprivileged sandbox user, so it is not
 under `/root` by default: `$EVALUATOR_CACHE_DIR` if set, else `/var/cache/evaluator`
-when that can be created, else `~/.cache/evaluator` (fine when the evaluator itself
-runs as an ordinary user whose home the sandbox user can read).
+when that can be created, else `~/.cache/evaluator` when the sandbox can reach it (an
+ordinary user's bwrap runs as that user), else `/var/tmp/evaluator-cache-<uid>`. A
+configured directory the sandbox user cannot reach is copied for it only while small
+(`rootfs.STAGE_LIMIT_MB`); the prebuilt artefacts soon outgrow that.
 """
 
 from __future__ import annotations
@@ -18,13 +20,19 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from evaluator.sandbox.rootfs import blocked_at
+
 CACHE_ENV = "EVALUATOR_CACHE_DIR"
 SYSTEM_CACHE = Path("/var/cache/evaluator")
+SHARED_TEMPORARY = Path("/var/tmp")
+"""Where the cache goes when neither the system's nor the home's will do: every user can
+traverse it, and it outlives a reboot."""
 
 
 class ToolchainError(RuntimeError):
@@ -39,9 +47,26 @@ def cache_root() -> Path:
         root = SYSTEM_CACHE
     else:
         root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "evaluator"
+        if not _usable(root) or (os.geteuid() == 0 and blocked_at(str(root)) is not None):
+            # No home to write to, or root's own, which bwrap (run as nobody) cannot
+            # enter.
+            return _own_directory(SHARED_TEMPORARY / f"evaluator-cache-{os.geteuid()}")
     root.mkdir(parents=True, exist_ok=True)
     _world_readable(root)
     return root
+
+
+def _own_directory(path: Path) -> Path:
+    """`path`, made if missing, refused unless it is a directory of ours that no other
+    user can write (anyone may make a directory under /var/tmp first)."""
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o755)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise ToolchainError(f"{path} is not a directory of this user's that only it can "
+                             f"write; set {CACHE_ENV} to a cache directory")
+    _world_readable(path)
+    return path
 
 
 def _usable(path: Path) -> bool:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -87,7 +87,11 @@ class SandboxLimits:
 
 @dataclass(frozen=True)
 class Mount:
-    """A host path the runner needs inside the sandbox (a toolchain, a cache)."""
+    """A host path the runner needs inside the sandbox (a toolchain, a cache).
+
+    Its resolved source is bound at `target`, else at `source` as named (the path the
+    jobs use), or, when that path is a link inside another mount, where the link leads.
+    """
 
     source: Path
     target: Path | None = None
@@ -107,6 +111,9 @@ class LaunchSpec:
     workdir: Path | None = None
     """A private host directory for this runner's sandbox files (a bundle, generated
     /etc files); made by the caller, removed by it after the runner has ended."""
+    stage: Callable[[str], str] | None = None
+    """Gives a world-readable copy of a read-only source the sandbox's user cannot
+    reach (`rootfs.Stage.copy_of`); without it such a source is an error."""
 
 
 class Backend(ABC):

@@ -97,15 +97,15 @@ class BwrapBackend(Backend):
         return {"PATH": SANDBOX_PATH + ":/usr/sbin:/sbin", "LANG": "C.UTF-8"}
 
     def command(self, spec: LaunchSpec) -> list[str]:
+        # Built (or found in the cache) before anything starts; raises if it cannot be.
+        seccomp = compiled_filter()
         workdir = spec.workdir or Path(tempfile.mkdtemp(prefix="evaluator-bwrap-"))
         # bwrap runs as nobody: it must be able to reach the generated files.
         workdir.chmod(0o711)
-        view = build_view(spec, workdir / "etc")
+        view = build_view(spec, workdir, traverse=True)
         (workdir / "etc").chmod(0o755)
 
-        # Built (or found in the cache) before anything starts; raises if it cannot be.
-        argv: list[str] = ["/bin/sh", "-c", WITH_FILTER, "evaluator-seccomp",
-                           str(compiled_filter())]
+        argv: list[str] = ["/bin/sh", "-c", WITH_FILTER, "evaluator-seccomp", str(seccomp)]
         if os.geteuid() == 0:
             argv += [
                 "setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_GID}", "--clear-groups",
@@ -119,18 +119,20 @@ class BwrapBackend(Backend):
             "--hostname", "sandbox",
             "--seccomp", str(SECCOMP_FD),
         ]
+        scratch_bytes = spec.limits.scratch_mb * 1024 * 1024
+        # The scratch first: what the view puts in it (the read-only skeleton that leads to
+        # a checkout under /tmp, `rootfs._out_of_scratch`) goes on top of it.
+        argv += ["--size", str(scratch_bytes), "--perms", "0700", "--tmpfs", SCRATCH]
         for target, link in view.links:
             argv += ["--symlink", target, link]
         for source, target, writable in view.binds:
             argv += ["--bind" if writable else "--ro-bind", source, target]
-        scratch_bytes = spec.limits.scratch_mb * 1024 * 1024
         argv += [
             "--proc", "/proc",
             "--dev", "/dev",
             # /dev is a tmpfs without a size: read-only, so that it (and /dev/shm) cannot
             # be filled. The scratch tmpfs is the only writable place.
             "--remount-ro", "/dev",
-            "--size", str(scratch_bytes), "--perms", "0700", "--tmpfs", SCRATCH,
             "--remount-ro", "/",
             "--chdir", SCRATCH,
             "--clearenv",

@@ -42,6 +42,7 @@ from evaluator.sandbox.rootfs import (
     SANDBOX_UID,
     SCRATCH,
     build_view,
+    in_scratch,
     runner_environment,
 )
 from evaluator.sandbox.seccomp_filter import FilterUnavailable, compiled_filter
@@ -91,6 +92,22 @@ def file_access_flags() -> list[str]:
     the layers docs/sandbox.md counts on. It cost nothing measurable to keep it.
     """
     return ["--directfs=false"] if "-directfs" in _flags() else []
+
+
+def _mount_point(rootfs: Path, target: str, *, directory: bool) -> None:
+    """Make `target`'s mount point in the bundle's root, open to the programs (nobody)
+    whatever the worker's umask."""
+    point = rootfs / target.lstrip("/")
+    for parent in reversed(point.parents):
+        if not parent.exists():
+            parent.mkdir()
+            parent.chmod(0o755)
+    if directory:
+        point.mkdir(exist_ok=True)
+        point.chmod(0o755)
+    else:
+        point.touch(exist_ok=True)
+        point.chmod(0o644)
 
 
 class GvisorBackend(Backend):
@@ -144,7 +161,9 @@ class GvisorBackend(Backend):
         bundle = workdir / "bundle"
         rootfs = bundle / "rootfs"
         rootfs.mkdir(parents=True, exist_ok=True)
-        view = build_view(spec, workdir / "etc")
+        # runsc opens the sources as root: only what the programs (nobody) read inside
+        # must be open to other users, not the directories above.
+        view = build_view(spec, workdir, traverse=False)
         # The same allowlist bwrap applies, installed by the runner on itself before any
         # job (raises if it cannot be built: never a sandbox without it).
         seccomp_copy = workdir / "etc" / "seccomp.bpf"
@@ -155,14 +174,11 @@ class GvisorBackend(Backend):
             path = rootfs / link.lstrip("/")
             if not path.is_symlink():
                 path.symlink_to(target)
-        # Mount points must exist in the read-only root.
+        # Mount points must exist in the read-only root; those in the scratch, gVisor
+        # makes in its tmpfs, which the OCI mounts list first.
         for source, target, _writable in binds:
-            point = rootfs / target.lstrip("/")
-            if os.path.isdir(source):
-                point.mkdir(parents=True, exist_ok=True)
-            else:
-                point.parent.mkdir(parents=True, exist_ok=True)
-                point.touch(exist_ok=True)
+            if not in_scratch(target):
+                _mount_point(rootfs, target, directory=os.path.isdir(source))
         for directory in ("proc", "dev", "sys", SCRATCH.lstrip("/")):
             (rootfs / directory).mkdir(exist_ok=True)
         config = self._config(spec, binds)

@@ -40,6 +40,7 @@ from evaluator.sandbox.base import (
     SandboxLimits,
 )
 from evaluator.sandbox.cgroups import SandboxCgroup
+from evaluator.sandbox.rootfs import Stage
 from evaluator.surrogates import escape_lone_surrogates, might_hold_lone_surrogate
 
 START_TIMEOUT = 60.0
@@ -71,6 +72,9 @@ def stop_line(epoch: int) -> bytes:
     return json.dumps({"stop": "cpu", "epoch": epoch}).encode() + b"\n"
 
 _open_sessions: weakref.WeakSet[RunnerSession] = weakref.WeakSet()
+_stage_lock = threading.Lock()
+_stages: dict[int, Stage] = {}
+"""This process's staged copies (`_staged_copy`), by pid: a forked child makes its own."""
 
 
 @atexit.register
@@ -78,6 +82,27 @@ def _close_open_sessions() -> None:
     """A worker that exits without closing its sessions still leaves nothing behind."""
     for session in list(_open_sessions):
         session.close()
+    stage = _stages.pop(os.getpid(), None)
+    if stage is not None:
+        shutil.rmtree(stage.root, ignore_errors=True)
+
+
+def _staged_copy(source: str) -> str:
+    """A copy of `source` that the sandbox's user can read, made once per content by
+    this process, in a directory named like the workdirs (removed at exit, or by
+    `_remove_stale_workdirs` once this process is gone)."""
+    with _stage_lock:
+        stage = _stages.get(os.getpid())
+        if stage is None:
+            try:
+                root = Path(tempfile.mkdtemp(
+                    prefix=f"{WORKDIR_PREFIX}stage-{os.getpid()}-"))
+                root.chmod(0o711)
+            except OSError as exc:
+                raise SandboxError(f"no directory for the sandbox's staged copies: {exc}"
+                                   ) from exc
+            stage = _stages[os.getpid()] = Stage(root)
+    return stage.copy_of(source)
 
 
 def _remove_stale_workdirs() -> None:
@@ -174,6 +199,7 @@ class RunnerSession:
             env=env,
             limits=self.limits,
             workdir=self.workdir,
+            stage=_staged_copy,
         )
         argv = self.backend.command(spec)
         self._memory_limit = self._cgroup_memory(self.limits.memory_mb)
