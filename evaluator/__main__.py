@@ -6,6 +6,7 @@
     python -m evaluator selfcheck [--dataset NAME | --dataset-file PATH]
     python -m evaluator sandbox [--calibrate] [--json]
     python -m evaluator submit --server URL [--token T] FILE [--dataset KEY] [--wait] [--json]
+    python -m evaluator doctor [--language NAME] [--sandbox LEVELS] [--json]
 """
 
 from __future__ import annotations
@@ -27,15 +28,26 @@ from evaluator.engine import Engine, EngineConfig, SqliteCache
 from evaluator.gzip_limit import DEFAULT_MAX_EXPANDED_BYTES
 from evaluator.manifest import build_manifest, file_sha256
 from evaluator.metrics import MetricError, curve_with_ci, mean_pct_pass, reportable_ks
-from evaluator.profiles import PROFILES, Profile, default_profile, get_profile
+from evaluator.profiles import (
+    DEFAULT_TIME_LIMIT,
+    PROFILES,
+    Profile,
+    default_profile,
+    get_profile,
+    run_time_limit,
+)
 from evaluator.raw_verdicts import evaluate_with_raw_verdicts, verdict_changed
-from evaluator.records import STATUSES, RunOptions, Sample, SampleResult
+from evaluator.records import (
+    STATUSES,
+    RunOptions,
+    Sample,
+    SampleResult,
+    infrastructure_causes,
+    task_order,
+)
 from evaluator.sandbox.base import Backend, SandboxError, SandboxLimits
 from evaluator.sandbox.levels import describe_choices
 from evaluator.sanitize import sanitize_by_default
-
-DEFAULT_TIMEOUT = 10.0
-"""Seconds per program when neither --timeout nor the profile gives a limit."""
 
 
 class CommandError(Exception):
@@ -55,10 +67,12 @@ def _dataset(args: argparse.Namespace) -> Dataset:
 def _options(args: argparse.Namespace) -> RunOptions:
     """The run's options; `_choose_profile` has filled in the profile and the timeout
     when a dataset was known, else our own rules and limit apply."""
-    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+    timeout = DEFAULT_TIME_LIMIT if args.timeout is None else args.timeout
     limits = SandboxLimits.for_timeout(timeout, memory_mb=args.memory_mb)
     return RunOptions(task=args.task, tests=args.tests, patched=args.patched, limits=limits,
-                      profile=args.profile or "strict")
+                      profile=args.profile or "strict",
+                      limit_source=getattr(args, "limit_source", None) or (
+                          "default" if args.timeout is None else "user"))
 
 
 def _choose_profile(args: argparse.Namespace, dataset: Dataset) -> Profile:
@@ -69,8 +83,8 @@ def _choose_profile(args: argparse.Namespace, dataset: Dataset) -> Profile:
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
     args.profile = profile.name
-    if args.timeout is None:
-        args.timeout = profile.time_limit(dataset.language) or DEFAULT_TIMEOUT
+    args.timeout, args.limit_source = run_time_limit(profile, dataset.language,
+                                                     override=args.timeout)
     return profile
 
 
@@ -141,7 +155,7 @@ def _summary(dataset: Dataset, samples: Sequence[Sample], results: Sequence[Samp
     per_task: dict[str, list[SampleResult]] = {}
     for result in results:
         per_task.setdefault(result.task_id, []).append(result)
-    tasks = sorted(per_task, key=_task_order)
+    tasks = sorted(per_task, key=task_order)
     n = [len(per_task[t]) for t in tasks]
     c = [sum(r.passed for r in per_task[t]) for t in tasks]
     ks = reportable_ks(n, wanted) if n else []
@@ -196,11 +210,6 @@ def _sanitizing_summary(samples: Sequence[Sample],
         "failed_only_when_sanitized": sum(1 for _, result in flipped if not result.passed),
         "changed_verdicts": [f"{sample.given_task_id}#{sample.index}" for sample, _ in flipped],
     }
-
-
-def _task_order(task_id: str) -> tuple[str, int]:
-    head, _, number = task_id.rpartition("/")
-    return (head, int(number)) if number.isdigit() else (task_id, 0)
 
 
 def _print_summary(summary: dict[str, Any], out: IO[str]) -> None:
@@ -262,7 +271,8 @@ def _read(args: argparse.Namespace, dataset: Dataset, *, sanitize: bool) -> list
     sample_file = read_samples(args.samples, dataset.problems, sanitize=sanitize,
                                max_expanded_bytes=args.max_expanded_bytes)
     for issue in sample_file.issues:
-        where = f"line {issue.line}: " if issue.line else ""
+        where = f"line {issue.line}: " if issue.line and not issue.message.startswith(
+            "Line ") else ""
         sys.stderr.write(f"{args.samples}: {issue.severity}: {where}{issue.message}\n")
         if issue.code == "too_large":
             sys.stderr.write("note: --max-expanded-bytes raises the limit\n")
@@ -326,13 +336,36 @@ def command_evaluate(args: argparse.Namespace) -> int:
         sanitize=sanitize, backend=backend,
         languages={problems[sample.task_id].language for sample in samples
                    if sample.task_id in problems})
+    causes = infrastructure_causes(results)
+    if causes:
+        # Not one of these is a verdict: no score is published over them.
+        summary["pass_at_k"] = {}
+        summary["infrastructure_failures"] = {"samples": sum(causes.values()),
+                                              "causes": dict(causes.most_common(5))}
     if args.json:
         json.dump(summary, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         _print_summary(summary, sys.stdout)
         sys.stdout.write(f"results     {results_path}\n")
+    if causes:
+        _print_infrastructure_failures(causes, sys.stderr)
+        return INFRASTRUCTURE_EXIT
     return 0
+
+
+INFRASTRUCTURE_EXIT = 3
+"""The exit status when some samples could not be judged because the machine failed."""
+
+
+def _print_infrastructure_failures(causes: Counter[str], out: IO[str]) -> None:
+    total = sum(causes.values())
+    out.write(f"error: {total} sample(s) could not be judged: the sandbox, a toolchain or a "
+              "harness failed, so no score is given. Causes:\n")
+    for cause, count in causes.most_common(5):
+        out.write(f"  {count:>6} × {cause}\n")
+    out.write("Fix the cause (`python -m evaluator doctor` checks every language), then "
+              "run the command again.\n")
 
 
 def command_selfcheck(args: argparse.Namespace) -> int:
@@ -482,7 +515,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=None,
                         help="CPU seconds per program, the limit that decides; the wall "
                              "clock is only a backstop, at 3 × that + 5 s (default: the "
-                             f"profile's limit, else {DEFAULT_TIMEOUT:g})")
+                             f"profile's limit, else {DEFAULT_TIME_LIMIT:g})")
     parser.add_argument("--profile", default=None, choices=list(PROFILES),
                         help="the harness whose rules judge (default: the dataset's own "
                              "reference harness; `python -m evaluator profiles` lists them)")
@@ -543,6 +576,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(selfcheck)
     selfcheck.set_defaults(handler=command_selfcheck)
     add_submit_parser(commands)
+    from evaluator.doctor import add_doctor_parser
+
+    add_doctor_parser(commands)
     return parser
 
 

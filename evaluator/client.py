@@ -191,10 +191,13 @@ def _refusal(answer: Answer) -> ClientError:
 
 
 def _issue_line(issue: dict[str, Any]) -> str:
-    where = ", ".join(f"{key} {issue[key]}" for key in ("line", "column", "field")
-                      if issue.get(key) is not None)
+    message = str(issue.get("message", ""))
+    # The file checker's messages name their line (and column) themselves.
+    where = "" if message.startswith("Line ") else ", ".join(
+        f"{key} {issue[key]}" for key in ("line", "column", "field")
+        if issue.get(key) is not None)
     severity = issue.get("severity", "error")
-    return f"{severity}: {where + ': ' if where else ''}{issue.get('message', '')}"
+    return f"{severity}: {where + ': ' if where else ''}{message}"
 
 
 def _field_text(errors: Any) -> str:

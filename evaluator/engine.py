@@ -55,6 +55,8 @@ SERVICE_FAILURES = 3
 RETRIED_STATUSES = ("timeout", "memory")
 """Verdicts that a busy machine can cause: a unit that gets one may be run once more,
 alone (`load_may_decide`)."""
+CANCEL_POLL_SECONDS = 0.2
+"""How often a run that can be cancelled looks at its cancel while it waits for results."""
 CPU_BUDGET_SPENT = 0.9
 """A program stopped at its CPU limit after using at least this share of it, by its own
 measured CPU time, needed that much CPU itself: load did not decide its verdict."""
@@ -298,21 +300,34 @@ class Engine:
                      cancel: threading.Event | None,
                      ) -> Generator[EngineEvent, None, int]:
         """Run the units on the worker pool, passing on their events as they come; return
-        how many were run (a cancelled run skips the rest)."""
+        how many were run (a cancelled run skips the rest).
+
+        A cancel ends the run within `CANCEL_POLL_SECONDS`, without waiting for the
+        programs already running: they finish on the pool's threads (bounded by their
+        limits) and their results are dropped. The cache is the one this run was given:
+        by the time they finish, the engine may serve another run with another cache.
+        """
         events: queue.Queue[EngineEvent | None] = queue.Queue()
         executed: list[_Unit] = []  # list.append is atomic under the GIL
         pool = self._worker_pool()
+        cache = self.config.cache
         futures: list[Future[None]] = [
-            pool.submit(self._work, unit, profile, events, executed, cancel)
+            pool.submit(self._work, unit, profile, events, executed, cancel, cache)
             for unit in pending]
         # A unit's events are queued before its function returns, so its done marker
         # always comes after them.
         for future in futures:
             future.add_done_callback(lambda _f: events.put(None))
+        wait = None if cancel is None else CANCEL_POLL_SECONDS
         try:
             remaining = len(futures)
             while remaining:
-                event = events.get()
+                if cancel is not None and cancel.is_set():
+                    return len(executed)
+                try:
+                    event = events.get(timeout=wait)
+                except queue.Empty:
+                    continue
                 if event is None:
                     remaining -= 1
                 else:
@@ -328,7 +343,8 @@ class Engine:
         return len(executed)
 
     def _work(self, unit: _Unit, profile: Profile, events: queue.Queue[EngineEvent | None],
-              executed: list[_Unit], cancel: threading.Event | None) -> None:
+              executed: list[_Unit], cancel: threading.Event | None,
+              cache: ResultCache | None) -> None:
         """Run one unit on a worker thread, queueing its events."""
         if cancel is not None and cancel.is_set():
             return
@@ -343,8 +359,10 @@ class Engine:
                                         task_id=first.task_id, completion_id=first.index,
                                         outcome=outcome_from_record(record)))
         result = self._attempts(unit, on_progress)
-        if self.config.cache is not None and result.status != "sandbox_error":
-            self.config.cache.put(unit.key, result)
+        if cancel is not None and cancel.is_set():
+            return
+        if cache is not None and result.status != "sandbox_error":
+            cache.put(unit.key, result)
         for index, (pos, sample) in enumerate(unit.samples):
             events.put(SampleFinished(type="sample_finished", position=pos,
                                       result=_for_sample(result, sample, profile,

@@ -185,7 +185,8 @@ def build_manifest(*, generation_sha256: str, generation_name: str, dataset_key:
         "toolchains": {language: toolchain_version(language, python=backend.python())
                        for language in sorted(set(languages))},
         "limits": {"task": options.task, "tests": options.tests, "patched": options.patched,
-                   "run": options.limits.to_dict(), "compile": options.compile_limits.to_dict()},
+                   "run": options.limits.to_dict(), "compile": options.compile_limits.to_dict(),
+                   "source": options.limit_source},
         "host": host_facts(),
     }
 

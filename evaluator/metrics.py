@@ -18,6 +18,8 @@ from typing import SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
+from evaluator.records import task_order
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
@@ -729,7 +731,8 @@ def separating_problems(
 
     The top runs are the first `top` runs in order of pass@1; by default the tie group of
     rank 1, or the best two runs when one run leads alone. A problem's disagreement is the
-    highest minus the lowest pass@1 among them (ties: the larger variance, then task id);
+    highest minus the lowest pass@1 among them (ties: the larger variance, then task id by
+    its number);
     problems on which they all agree are left out.
     """
     count = len(comparison.labels)
@@ -744,7 +747,8 @@ def separating_problems(
     variance = rates.var(axis=1)
     rows = sorted(
         (index for index in range(rates.shape[0]) if spread[index] > 0.0),
-        key=lambda index: (-spread[index], -variance[index], comparison.task_ids[index]),
+        key=lambda index: (-spread[index], -variance[index],
+                           task_order(comparison.task_ids[index])),
     )
     if limit is not None:
         rows = rows[: _as_int(limit, "limit")]

@@ -12,8 +12,9 @@ A profile acts in three places:
   `go_vet`): what is run differs, so such samples are executed again under it;
 - **on the time limit** (`time_limit`): applied to the CPU time the program used, which
   every result records, so a stricter limit needs no new execution;
-- **on the verdict** (`pass_rule`): applied to the facts every result records (exit
-  status, whether the tests finished, whether the program wrote output).
+- **on the verdict** (`pass_rule`, `lingering_work_times_out`): applied to the facts
+  every result records (exit status, whether the tests finished, whether the program
+  wrote output, what it left running).
 
 So a run is re-scored under another profile by `Profile.rejudge` on its stored results;
 only samples whose program text or flags differ, or that hit a shorter limit than the
@@ -36,11 +37,21 @@ and the program exited with status 0, even before all its tests ran (CodeGeeX, M
 `exit_zero_quiet`: as `exit_zero`, and the program wrote nothing to stdout or stderr
 (CodeGeeX's JavaScript rule: its only way to see a failed `console.assert`)."""
 
+LingeringWork = Literal["threads", "processes", "output"]
+"""Work a program left running when its tests had ended (`lingering_work`)."""
+
 ASSERT_WORD = re.compile(r"\bassert\b")
 """A Java program without this word runs the same with and without `-ea`, so its
 execution is shared between profiles that differ only in that flag."""
 
 UNDECIDED_STATUSES = ("sandbox_error",)
+
+LimitSource = Literal["profile", "default", "user", "server"]
+"""Where a run's CPU limit came from: its profile; our default where the profile has
+none; the user's own choice (a command-line option, an upload or API field); or a server
+setting an operator made on purpose (`EVALUATOR_TIMEOUT_SECONDS`). The last two are
+overrides: a run under one does not count as run under its profile's rules."""
+LIMIT_OVERRIDES: tuple[LimitSource, ...] = ("user", "server")
 """Statuses no profile rule can overrule: nothing was learned about the program."""
 
 
@@ -77,6 +88,10 @@ class Profile:
     each input; None: only the program's own limit."""
     postprocess: str = ""
     """The name of a text transformation in `POSTPROCESSORS`, applied before execution."""
+    lingering_work_times_out: bool = False
+    """A program that passed but left work running after its tests (the `lingering`
+    fact) is a timeout: it did not end. False: the verdict stands, as under the reference
+    harnesses, whose verdict does not wait for that work; the result is flagged either way."""
     points: tuple[Point, ...] = ()
 
     @property
@@ -145,6 +160,12 @@ class Profile:
                 status, error_type = "failed", "WroteOutput"
                 message = (f"the program wrote to stdout or stderr, which the {self.name} "
                            "profile counts as a failed assertion")
+        lingering = facts.get("lingering") or []
+        if status == "passed" and lingering and self.lingering_work_times_out:
+            status, error_type = "timeout", "LingeringWork"
+            message = (f"work went on after the tests ended ({', '.join(lingering)}): the "
+                       f"{self.name} profile counts a program as ended only when nothing it "
+                       "started still runs")
         return replace(result, status=status, error_type=error_type, message=message,
                        profile=self.name,
                        facts={**facts, "strict": {"status": strict[0],
@@ -219,13 +240,17 @@ POSTPROCESS_LANGUAGES: dict[str, tuple[str, ...]] = {
 STRICT = Profile(
     name="strict", version="1", title="Every test runs and finishes",
     reference="this workbench",
+    lingering_work_times_out=True,
     points=(
         Point("limits", "The run's own CPU limit (10 s unless set); wall-clock time only "
                         "as a backstop."),
         Point("flags", "Java with -ea; Go without vet."),
         Point("pass", "Every test ran and passed, and the program then ended normally "
                       "(exit status 0, no signal). Exiting early, even with status 0, "
-                      "is an error."),
+                      "is an error. Threads or processes it left running after its "
+                      "tests, or output still arriving from them, make it a timeout: "
+                      "it did not end (the reference profiles keep their verdict and "
+                      "flag the result)."),
         Point("post-processing", "None: the completion runs as written."),
     ),
 )
@@ -355,6 +380,25 @@ def default_profile(dataset: str) -> Profile:
     return PROFILES[DATASET_DEFAULTS.get(dataset, "strict")]
 
 
+DEFAULT_TIME_LIMIT = 10.0
+"""CPU seconds per program when neither the user nor the profile gives a limit."""
+
+
+def run_time_limit(profile: Profile, language: str, *,
+                   override: float | None = None,
+                   override_source: LimitSource = "user") -> tuple[float, LimitSource]:
+    """The one rule for a run's CPU limit, the command line's and the web app's: an
+    explicit choice (`override`, from `override_source`) if there is one, else the
+    profile's own limit, else `DEFAULT_TIME_LIMIT`. Returns the limit and where it came
+    from, which the run records so that a reader can tell an override from the profile."""
+    if override is not None:
+        return float(override), override_source
+    own = profile.time_limit(language)
+    if own is not None:
+        return own, "profile"
+    return DEFAULT_TIME_LIMIT, "default"
+
+
 def run_facts(answer: Mapping[str, Any], cpu_limit_s: float) -> dict[str, Any]:
     """The facts of one execution that profiles judge by, from the runner's answer."""
     steps = answer.get("steps") or []
@@ -377,7 +421,22 @@ def run_facts(answer: Mapping[str, Any], cpu_limit_s: float) -> dict[str, Any]:
         "cpu_limit_ms": cpu_limit_s * 1000,
         "killed_for": killed_for,
         "wrote_output": bool(run.get("stdout") or run.get("stderr")),
+        "lingering": lingering_work(run),
         "uncaught": None if escaped is None else {
             "error_type": escaped.get("error_type"),
             "message": str(escaped.get("message") or "")[:200]},
     }
+
+
+def lingering_work(step: Mapping[str, Any]) -> list[LingeringWork]:
+    """What the program left running, from its run step (the runner's facts): threads of
+    a Python program still running when the harness returned, processes of the job still
+    running when its main process ended, and output still arriving from those."""
+    kinds: list[LingeringWork] = []
+    if step.get("lingering_threads"):
+        kinds.append("threads")
+    if step.get("lingering_processes"):
+        kinds.append("processes")
+    if step.get("output_after_exit"):
+        kinds.append("output")
+    return kinds

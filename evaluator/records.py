@@ -8,13 +8,14 @@ is plain data: frozen dataclasses that serialise to JSON with `to_dict()`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from evaluator.sandbox.base import SandboxLimits
 
-HARNESS_VERSION = "1.3.0"
+HARNESS_VERSION = "1.4.0"
 """Bumped whenever a change can alter a verdict; part of every result-cache key."""
 
 Status = Literal[
@@ -23,6 +24,24 @@ Status = Literal[
 STATUSES: tuple[Status, ...] = (
     "passed", "failed", "error", "compile_error", "timeout", "memory", "sandbox_error",
 )
+
+INFRASTRUCTURE_STATUS: Status = "sandbox_error"
+"""Not a verdict: the sandbox, the toolchain or the harness failed before the program could
+be judged. Never cached, never scored; a run that meets one pauses (webapp) or ends with
+a non-zero exit status (command line) and names the cause."""
+
+
+def infrastructure_causes(results: Iterable[SampleResult]) -> Counter[str]:
+    """How many results failed for each infrastructure cause (their messages)."""
+    return Counter(r.message or r.error_type or "unknown cause" for r in results
+                   if r.status == INFRASTRUCTURE_STATUS)
+
+
+def task_order(task_id: str) -> tuple[str, int]:
+    """Sorts task ids by their number, not as strings: `HumanEval/2` before `HumanEval/10`."""
+    head, _, number = task_id.rpartition("/")
+    return (head, int(number)) if number.isdigit() else (task_id, 0)
+
 
 TestStatus = Literal["passed", "failed", "error", "timeout", "not_run"]
 
@@ -258,13 +277,15 @@ class RunOptions:
         default_factory=lambda: SandboxLimits(wall_seconds=60.0, cpu_seconds=60.0, memory_mb=4096)
     )
     """Compilers get their own, larger limits: a busy machine must not fail a correct program."""
+    limit_source: str = "default"
+    """Where `limits.cpu_seconds` came from (`evaluator.profiles.LimitSource`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """What a user chooses, as a run stores it: the CPU timeout and the memory stand
         for the limits (`from_dict` rebuilds the rest with `SandboxLimits.for_timeout`)."""
         return {"task": self.task, "tests": self.tests, "patched": self.patched,
                 "profile": self.profile, "timeout_seconds": self.limits.cpu_seconds,
-                "memory_mb": self.limits.memory_mb}
+                "memory_mb": self.limits.memory_mb, "limit_source": self.limit_source}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunOptions:
@@ -285,7 +306,8 @@ class RunOptions:
             memory_mb=int(data.get("memory_mb", defaults.memory_mb)),
         )
         return cls(task=task, tests=tests, patched=bool(data.get("patched", False)),
-                   profile=data.get("profile") or "strict", limits=limits)
+                   profile=data.get("profile") or "strict", limits=limits,
+                   limit_source=str(data.get("limit_source") or "default"))
 
 
 def content_hash(*parts: str) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from evaluator.engine import Engine
 from evaluator.metrics import pass_at_k
 from evaluator.profiles import ASSERT_WORD, Profile, get_profile
-from evaluator.records import Problem, Sample, SampleResult
+from evaluator.records import Problem, Sample, SampleResult, task_order
 
 EngineFactory = Callable[[Profile], Engine]
 """Makes an engine that evaluates under the given profile (its options carry the name)."""
@@ -134,7 +134,7 @@ def compare(rescored: Sequence[Rescored]) -> Comparison:
         passed = {name: sum(r.passed for r in per.get(name, [])) for name in names}
         if len(set(passed.values())) > 1:
             dependent.append(Dependent(task_id, passed, _reason(per, names)))
-    dependent.sort(key=lambda d: _task_order(d.task_id))
+    dependent.sort(key=lambda d: task_order(d.task_id))
     samples = len(rescored[0].results) if rescored else 0
     return Comparison(profiles=names, pass_at_1=pass_at_1, samples=samples,
                       dependent=dependent)
@@ -152,6 +152,3 @@ def _reason(per: Mapping[str, list[SampleResult]], names: Sequence[str]) -> str:
     return "the profiles' verdicts differ"
 
 
-def _task_order(task_id: str) -> tuple[str, int]:
-    head, _, tail = task_id.rpartition("/")
-    return (head, int(tail)) if tail.isdigit() else (task_id, 0)

@@ -38,6 +38,12 @@ TEST_SETS = ("hidden", "example")
 TASKS = ("generation", "translation")
 
 
+NO_VERDICT_KINDS = frozenset({"not_a_defect", "cosmetic"})
+"""Kinds that change no verdict: a suspicion found not to be a defect, a blemish of text."""
+KIND_TEST_SETS: dict[str, tuple[str, ...]] = {"missing_example_test": ("example",)}
+"""Kinds that lie in one test set whatever the entry says."""
+
+
 class DefectError(ValueError):
     """The registry is malformed, or a patch does not apply to the data it names."""
 
@@ -91,6 +97,25 @@ class Defect:
     """The canonical solution's verdict varies from run to run."""
     detect: Detect | None = None
     patch: Patch | None = None
+
+    def concerns(self, *, tests: str, task: str) -> bool:
+        """Whether this defect can change a verdict of a run on `tests` (hidden, example)
+        for `task` (generation, translation): a missing example test says nothing of a
+        hidden-test run; a declaration broken only for translation, nothing of a
+        generation run; a cosmetic entry, nothing of any run."""
+        if self.kind in NO_VERDICT_KINDS or task not in self.tasks:
+            return False
+        return tests in self.test_sets
+
+    @property
+    def test_sets(self) -> tuple[str, ...]:
+        """The test sets this defect lies in: its kind's, else, for a wrong test, the sets
+        on which it fails the canonical solution, else both."""
+        if self.kind in KIND_TEST_SETS:
+            return KIND_TEST_SETS[self.kind]
+        if self.kind == "wrong_test" and self.canonical_fails:
+            return self.canonical_fails
+        return TEST_SETS
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {

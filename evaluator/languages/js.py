@@ -119,6 +119,7 @@ class JavaScript(Language):
     function_pattern = (r"^\s*(?:const\s+(\w+)\s*=\s*(?:\(|function)"
                         r"|function\s+(\w+)\s*\()")
     syntax_check = "node"
+    harness_reports_first = True
     # Closes the function: the datasets' tests in JavaScript start after it.
     selfcheck_body = "  throw new Error('selfcheck stub');\n}\n"
 

@@ -77,7 +77,7 @@ def test_bad_file_is_refused_with_its_line_number(tmp_path: Path) -> None:
     proc = run_cli("evaluate", "--samples", str(bad), "--sandbox", "none", "--no-cache",
                    cwd=tmp_path)
     assert proc.returncode == 2
-    assert "line 2" in proc.stderr
+    assert "Line 2" in proc.stderr
     assert "nothing was evaluated" in proc.stderr
     assert not list(tmp_path.glob("*_results.jsonl"))
 
@@ -167,7 +167,8 @@ def test_lone_surrogate_is_refused_before_anything_is_evaluated(tmp_path: Path) 
     proc = run_cli("evaluate", "--samples", str(bad), "--sandbox", "none", "--no-cache",
                    cwd=tmp_path)
     assert proc.returncode == 2
-    assert "line 2: Line 2, field `completion`: holds \\ud800, a lone surrogate" in proc.stderr
+    assert ": error: Line 2, field `completion`: holds \\ud800, a lone surrogate" in proc.stderr
+    assert "line 2: Line 2" not in proc.stderr  # the place is said once
     assert "nothing was evaluated" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert "WARNING" not in proc.stderr, "refused before a sandbox was started"
@@ -210,9 +211,9 @@ def test_odd_characters_in_a_completion_are_evaluated(tmp_path: Path, completion
 
 @pytest.mark.parametrize(("content", "expected"), [
     (b'{"task_id": "HumanEval/0", "completion": "' + b"#" * 1_100_000 + b'"}\n',
-     "line 1: Line 1 is 1,100,0"),
+     ": error: Line 1 is 1,100,0"),
     (b'{"task_id": "HumanEval/0", "completion": "    return False  # caf\xe9\\n"}\n',
-     "line 1: Line 1, column 66: byte 0xe9 (byte offset 65) is not valid UTF-8"),
+     ": error: Line 1, column 66: byte 0xe9 (byte offset 65) is not valid UTF-8"),
 ])
 def test_huge_line_and_non_utf8_are_clear_errors(tmp_path: Path, content: bytes,
                                                  expected: str) -> None:

@@ -313,3 +313,11 @@ def test_seed_split_needs_two_seeds_and_two_problems() -> None:
 def test_counts_must_be_pairs_of_integers(value) -> None:
     with pytest.raises(MetricError):
         compare_many({"a": {"T/0": (1, 1)}, "b": {"T/0": value}})
+
+
+def test_separating_problems_with_equal_disagreement_come_in_task_number_order() -> None:
+    tasks = ("HumanEval/0", "HumanEval/1", "HumanEval/103", "HumanEval/12", "HumanEval/2")
+    runs = {"a": {t: (1, 1) for t in tasks}, "b": {t: (1, 0) for t in tasks}}
+    found = separating_problems(compare_many(runs, resamples=50))
+    assert [row.task_id for row in found] == [
+        "HumanEval/0", "HumanEval/1", "HumanEval/2", "HumanEval/12", "HumanEval/103"]

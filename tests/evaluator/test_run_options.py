@@ -31,11 +31,12 @@ def test_stored_run_options_give_the_limits_they_name():
 
 def test_to_dict_and_from_dict_go_round():
     options = RunOptions(task="translation", tests="example", patched=True, profile="multipl-e",
-                         limits=SandboxLimits.for_timeout(15.0, memory_mb=2048))
+                         limits=SandboxLimits.for_timeout(15.0, memory_mb=2048),
+                         limit_source="profile")
     assert RunOptions.from_dict(options.to_dict()) == options
     assert options.to_dict() == {"task": "translation", "tests": "example", "patched": True,
                                  "profile": "multipl-e", "timeout_seconds": 15.0,
-                                 "memory_mb": 2048}
+                                 "memory_mb": 2048, "limit_source": "profile"}
 
 
 @pytest.mark.parametrize(("data", "message"), [

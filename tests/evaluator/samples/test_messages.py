@@ -118,4 +118,4 @@ def test_cli_prints_the_same_messages(tmp_path: Path) -> None:
         check=False, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
     assert done.returncode != 0
-    assert "error: line 2: Line 2, column 41: not valid JSON at \"'x'}\"" in done.stderr
+    assert "error: Line 2, column 41: not valid JSON at \"'x'}\"" in done.stderr
