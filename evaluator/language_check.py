@@ -66,7 +66,8 @@ from evaluator.languages.toolchains import (
 )
 from evaluator.records import Problem, RunOptions, Sample
 
-__all__ = ["FRONT_ENDS", "SAMPLE_SIZE", "LanguageCheck", "check_language", "front_end"]
+__all__ = ["FRONT_ENDS", "SAMPLE_SIZE", "LanguageCheck", "SampleSpread", "check_language",
+           "front_end"]
 
 SAMPLE_SIZE = 20
 MAX_SOURCE_CHARS = 64_000
@@ -194,6 +195,47 @@ def check_language(
                     parses[lang] = sum(answers)
     return LanguageCheck(expected=expected, checked=len(chosen), parses=parses,
                          unavailable=unavailable)
+
+
+class SampleSpread:
+    """Of samples seen one at a time, the few that `check_language` could choose among
+    them all: giving it `samples` instead of the whole file chooses the same ones.
+
+    `_spread` takes a task's sample at depth d (its (d+1)th) only while the depths before
+    hold fewer than `size` samples in all. So once sum(min(n_t, d) over tasks) reaches
+    `size`, no task's sample at depth d or deeper is ever needed, whatever comes later:
+    at most `size` + one per task samples are kept.
+    """
+
+    def __init__(self, size: int = SAMPLE_SIZE) -> None:
+        self.size = size
+        self.depth = size
+        """Samples kept per task: the depths that may still be chosen."""
+        self.kept: dict[str, list[Sample]] = {}
+        self.seen: dict[str, int] = {}
+        self.below = 0
+        """sum(min(n_t, depth - 1)): what the depths above the deepest kept one hold."""
+
+    def offer(self, sample: Sample) -> None:
+        if len(sample.completion) > MAX_SOURCE_CHARS:
+            return  # never chosen (`check_language` leaves them out first)
+        count = self.seen.get(sample.task_id, 0) + 1
+        self.seen[sample.task_id] = count
+        if count <= self.depth:
+            self.kept.setdefault(sample.task_id, []).append(sample)
+        if count <= self.depth - 1:
+            self.below += 1
+        while self.depth > 1 and self.below >= self.size:
+            # Depth `self.depth - 1` can no longer be reached: drop it.
+            self.depth -= 1
+            self.below -= sum(1 for n in self.seen.values() if n >= self.depth)
+            for kept in self.kept.values():
+                del kept[self.depth:]
+
+    @property
+    def samples(self) -> list[Sample]:
+        """The kept samples, task by task in the order the tasks first came."""
+        return [sample for kept in self.kept.values() for sample in kept]
 
 
 def _spread(samples: Sequence[Sample], size: int) -> list[Sample]:

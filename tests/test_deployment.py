@@ -100,7 +100,7 @@ def ci_apt_packages() -> set[str]:
 def settings_variables() -> set[str]:
     """Every variable webapp/settings.py reads, through the env helpers or os.environ."""
     source = SETTINGS.read_text()
-    helpers = re.findall(r"\benv_[a-z]+\(\s*\"([A-Z][A-Z0-9_]*)\"", source)
+    helpers = re.findall(r"\benv_[a-z_]+\(\s*\"([A-Z][A-Z0-9_]*)\"", source)
     direct = re.findall(
         r"os\.(?:environ(?:\.get)?\s*[\[(]|getenv\()\s*\"([A-Z][A-Z0-9_]*)\"", source)
     return set(helpers) | set(direct)

@@ -71,6 +71,14 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
     return number
 
 
+def env_optional_float(name: str, *, minimum: float | None = None) -> float | None:
+    """A number when the variable is set, None when it is not: for a setting whose absence
+    means "let something else decide", not a default value."""
+    if _raw(name) is None:
+        return None
+    return env_float(name, 0.0, minimum=minimum)
+
+
 def env_list(name: str, default: Sequence[str]) -> list[str]:
     value = _raw(name)
     if value is None:

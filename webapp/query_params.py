@@ -16,6 +16,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 
+from webapp.textfields import text_problem
+
 MAX_PARAM_LENGTH = 200
 _ID_SEPARATORS = re.compile(r"[,\s]+")
 _read: ContextVar[set[str] | None] = ContextVar("query_params_read", default=None)
@@ -44,6 +46,9 @@ def _raw(params: QueryDict, name: str) -> str | None:
         return None
     if len(value) > MAX_PARAM_LENGTH:
         raise BadQuery(name, f"longer than {MAX_PARAM_LENGTH} characters")
+    if text_problem(value) is not None:
+        # A search would take it to the database, and PostgreSQL refuses a NUL with a 500.
+        raise BadQuery(name, "NUL characters and lone surrogates are not allowed")
     return value.strip()
 
 

@@ -23,6 +23,7 @@ from webapp.env import (
     env_int,
     env_list,
     env_optional,
+    env_optional_float,
     env_path,
     env_str,
 )
@@ -70,6 +71,7 @@ INSTALLED_APPS = [
     "webapp.defects",
     "webapp.suites",
     "webapp.explore",
+    "webapp.health",
 ]
 
 MIDDLEWARE = [
@@ -162,9 +164,13 @@ STORAGES = {
 UPLOAD_MAX_BYTES = env_int("WORKBENCH_UPLOAD_MAX_BYTES", 256 * 1024 * 1024, minimum=1)
 """Largest generations file accepted, as uploaded (compressed size for .jsonl.gz)."""
 UPLOAD_MAX_EXPANDED_BYTES = env_int(
-    "WORKBENCH_UPLOAD_MAX_EXPANDED_BYTES", 4 * UPLOAD_MAX_BYTES, minimum=1
+    "WORKBENCH_UPLOAD_MAX_EXPANDED_BYTES", UPLOAD_MAX_BYTES, minimum=1
 )
-"""Largest size a .jsonl.gz may decompress to: a small gzip bomb must not fill memory."""
+"""Largest size a .jsonl.gz may decompress to: no more text than a plain file may hold, so
+compression cannot make the server read more than it would accept uncompressed."""
+UPLOAD_MAX_SAMPLES_PER_TASK = env_int("WORKBENCH_UPLOAD_MAX_SAMPLES_PER_TASK", 1000, minimum=1)
+"""Most samples a file may hold for one task (five times the Codex paper's n = 200): reading
+stops past it, so a file of valid lines repeated millions of times is refused at once."""
 UPLOAD_DIR = VAR_DIR / "uploads"
 UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR)
@@ -179,7 +185,10 @@ EVALUATOR_SANDBOX = env_choice("EVALUATOR_SANDBOX", "auto", SANDBOX_CHOICES)
 """A level (strict, standard, none), a backend name, or auto (`evaluator.sandbox.levels`)."""
 EVALUATOR_WORKERS = env_int("EVALUATOR_WORKERS", 1, minimum=1)
 """Programs one chunk task runs at a time; scale out with worker processes instead."""
-EVALUATOR_TIMEOUT_SECONDS = env_float("EVALUATOR_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+EVALUATOR_TIMEOUT_SECONDS = env_optional_float("EVALUATOR_TIMEOUT_SECONDS", minimum=0.1)
+"""Unset (the default): each run's profile decides its CPU limit, as on the command line
+(`evaluator.profiles.run_time_limit`). Set, it overrides every run's limit, and each such
+run records the override and is not verified."""
 EVALUATOR_MEMORY_MB = env_int("EVALUATOR_MEMORY_MB", 1024, minimum=64)
 CHUNK_SAMPLES = env_int("WORKBENCH_CHUNK_SAMPLES", 25, minimum=1)
 """A chunk holds whole problems and at least this many samples (the last may hold fewer)."""
@@ -189,12 +198,25 @@ LEASE_SECONDS = env_int("WORKBENCH_LEASE_SECONDS", 30, minimum=5)
 """A worker holds a chunk (or a run it is scoring) by a lease that its heartbeat renews every
 sixth of this; once the lease has passed without a renewal, the sweeper takes the work back."""
 SWEEP_SECONDS = env_float("WORKBENCH_SWEEP_SECONDS", 10.0, minimum=1.0)
-"""How often the sweeper (`runs.sweep`, on Celery beat) looks for lost work."""
+"""How often the sweeper (`runs.sweep`, run by Celery beat itself) looks for lost work."""
 DELETED_RUN_DAYS = env_int("WORKBENCH_DELETED_RUN_DAYS", 30, minimum=0)
 """Days a deleted run can be restored by its owner; then the sweeper purges it."""
 LIVE_RECONCILE_SECONDS = env_float("WORKBENCH_LIVE_RECONCILE_SECONDS", 10.0, minimum=0.5)
 """How often a live websocket compares what it sent with the database, and sends what the
 channel layer dropped."""
+
+# -- worker canaries (webapp.health) -------------------------------------------------------
+CANARY_ENABLED = env_bool("WORKBENCH_CANARY", True)
+"""Each worker runs its languages' canaries (`python -m evaluator doctor`) before it takes
+their queues, and takes only those whose canary passes; off, it takes every queue at once."""
+CANARY_SECONDS = env_int("WORKBENCH_CANARY_SECONDS", 300, minimum=10)
+"""How often a worker runs its canaries again (also at start and after a failure)."""
+CANARY_STALE_SECONDS = env_int("WORKBENCH_CANARY_STALE_SECONDS", 3 * CANARY_SECONDS,
+                               minimum=CANARY_SECONDS)
+"""A canary older than this vouches for nothing: its worker missed three rounds, so it is
+gone, stuck or cut off from the database."""
+CANARY_TIMEOUT_SECONDS = env_int("WORKBENCH_CANARY_TIMEOUT_SECONDS", 600, minimum=10)
+"""How long one language's canary may take before it counts as failed."""
 
 # -- Celery and Channels ------------------------------------------------------------------
 REDIS_URL = env_optional("REDIS_URL")
@@ -257,8 +279,10 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A broker that restarts, however long it takes, is waited for, never given up on.
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
-# The sweeper: one beat process sends it; it re-sends work whose lease expired or whose
+# The sweeper: the one beat process runs it itself (webapp.runs.beat, which says why),
+# never behind evaluation work in a queue; it re-sends work whose lease expired or whose
 # message the broker lost (the database says what still has to run).
+CELERY_BEAT_SCHEDULER = "webapp.runs.beat:SweepingScheduler"
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "runs.sweep", "schedule": SWEEP_SECONDS,
                    "options": {"queue": "default", "expires": SWEEP_SECONDS}},

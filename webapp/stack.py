@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from evaluator.languages.registry import language_names
 
@@ -55,6 +56,9 @@ class Stack:
     """Where the children's output goes; None lets it through to this terminal."""
     python: str = sys.executable
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    helpers: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    """Children that end by themselves (the doctor at start-up): stopped with the others,
+    never started again, and their end does not stop the stack."""
     _worker_queues: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
@@ -86,8 +90,11 @@ class Stack:
         if static:
             self.manage("collectstatic", "--no-input", "-v", "0")
 
-    def _spawn(self, name: str, argv: list[str]) -> None:
-        if self.log_dir is not None:
+    def _spawn(self, name: str, argv: list[str], *, helper: bool = False) -> None:
+        output: IO[bytes] | int | None
+        if helper:
+            output = subprocess.PIPE
+        elif self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             output = (self.log_dir / f"{name}.log").open("ab")
         else:
@@ -98,10 +105,11 @@ class Stack:
         # SIGTERM that `stop` sends: it unblocks both before it becomes the program.
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
-            self.processes[name] = subprocess.Popen(
+            (self.helpers if helper else self.processes)[name] = subprocess.Popen(
                 [sys.executable, "-c", _UNBLOCK_AND_EXEC, *argv],
                 env=self.child_env(), cwd=REPO_ROOT, stdout=output,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                stderr=subprocess.DEVNULL if helper else subprocess.STDOUT,
+                start_new_session=True,
             )
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
@@ -124,14 +132,21 @@ class Stack:
         ])
 
     def start_beat(self) -> None:
-        """The one scheduler of the periodic sweeper (`runs.sweep`); its schedule file lives
-        under the var folder, so a restart keeps its place."""
+        """The one beat, which runs the periodic sweeper (`runs.sweep`) in its own process
+        (`webapp.runs.beat`), so a sweep never waits for a free worker; its schedule file
+        lives under the var folder, so a restart keeps its place."""
         var_dir = Path(self.child_env().get("WORKBENCH_VAR_DIR") or REPO_ROOT / "var")
         var_dir.mkdir(parents=True, exist_ok=True)
         self._spawn("beat", [
             self.python, "-m", "celery", "-A", "webapp", "beat", "--loglevel", "INFO",
             "--schedule", str(var_dir / "celerybeat-schedule"),
         ])
+
+    def start_doctor(self) -> subprocess.Popen[bytes]:
+        """`python -m evaluator doctor --json` in the background, for `make run` to say
+        which languages are ready; its report is on the process's stdout."""
+        self._spawn("doctor", [self.python, "-m", "evaluator", "doctor", "--json"], helper=True)
+        return self.helpers["doctor"]
 
     def start(self, *, timeout: float = 60.0) -> None:
         self.start_worker()
@@ -163,12 +178,13 @@ class Stack:
     def stop(self, *, timeout: float = 15.0) -> None:
         # SIGTERM to each leader only: Celery then stops its own pool after the current
         # task; whatever is still alive at the deadline is killed with its whole group.
-        for process in self.processes.values():
+        children = [*self.processes.values(), *self.helpers.values()]
+        for process in children:
             if process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     process.terminate()
         deadline = time.monotonic() + timeout
-        for process in self.processes.values():
+        for process in children:
             try:
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -179,6 +195,7 @@ class Stack:
                 os.killpg(process.pid, signal.SIGKILL)  # Pool children left behind, if any.
             _wait_until_group_gone(process.pid, deadline=time.monotonic() + timeout)
         self.processes.clear()
+        self.helpers.clear()
 
     @contextlib.contextmanager
     def stopped_on_signal(self) -> Iterator[None]:

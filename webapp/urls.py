@@ -24,4 +24,5 @@ urlpatterns = [
                       "benchmarks"))),
     path("", include("webapp.runs.urls")),
     path("", include("webapp.defects.urls")),
+    path("", include("webapp.health.urls")),
 ]

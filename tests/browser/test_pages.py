@@ -5,13 +5,14 @@ leaderboard that sorts. Each test saves a screenshot of its page."""
 from __future__ import annotations
 
 import re
+import sqlite3
 from typing import Any
 
 import pytest
 
 from evaluator.records import HARNESS_VERSION
 from tests.browser.conftest import LiveSite, screenshot
-from tests.webapp.support import write_jsonl
+from tests.webapp.support import RIGHT_0, write_jsonl
 
 pytestmark = pytest.mark.browser
 
@@ -199,3 +200,34 @@ def test_problem_list_filters_by_translation(page: Any, site: LiveSite):
     assert "HumanEval/3" not in tasks
     assert tasks == sorted(tasks, key=lambda task: int(task.rpartition("/")[2]))
     screenshot(page, "problem_list")
+
+
+def _staged_runs(site: LiveSite) -> list[tuple[int, int]]:
+    """(run, samples stored) of each staged run, read from the site's database."""
+    with sqlite3.connect(site.work / "var" / "db.sqlite3") as db:
+        return db.execute("SELECT r.id, (SELECT count(*) FROM runs_sample s WHERE s.run_id = r.id)"
+                          " FROM runs_run r WHERE r.status = 'staged'").fetchall()
+
+
+def test_cancel_on_the_confirm_page_deletes_the_staged_upload_at_once(page: Any,
+                                                                      site: LiveSite):
+    """A flagged upload (Python against Go): its confirm form requires a tick, which
+    Cancel does not."""
+    path = write_jsonl(site.work / "cancelled.jsonl", [
+        {"task_id": "HumanEval/0", "completion": RIGHT_0},
+        {"task_id": "HumanEval/2", "completion": "    if number:\n        return 0.0\n"},
+    ])
+    page.goto("/runs/new/")
+    page.set_input_files("#id_file", str(path))
+    option = page.locator("#id_dataset option", has_text="humaneval-x/go/en (")
+    page.select_option("#id_dataset", option.get_attribute("value"))
+    page.fill("#id_name", "never started")
+    page.click("text=Check the file")
+    # Every other language's parser is asked: slow on a busy machine.
+    page.wait_for_selector("text=These generations look like Python", timeout=90_000)
+    assert [count for _, count in _staged_runs(site)] == [2], "held as a staged run"
+    page.click("#cancel-upload")
+    page.wait_for_url(re.compile(r"/runs/new/$"))
+    assert "The upload was cancelled; nothing of it was kept." in page.content()
+    assert _staged_runs(site) == []
+    assert not [p for p in (site.work / "var" / "uploads").rglob("*") if p.is_file()]

@@ -31,6 +31,15 @@ def client_for(user: User | None) -> Client:
 
 
 
+def files_left_by_uploads() -> list[Path]:
+    """Files under the upload folder. An upload leaves none once its request has ended:
+    whatever must wait for a confirmation waits in the database, where any web process
+    can find it."""
+    from django.conf import settings
+
+    return sorted(path for path in Path(settings.UPLOAD_DIR).rglob("*") if path.is_file())
+
+
 def write_jsonl(path: Path, records: list[dict[str, Any]], *, compress: bool = False) -> Path:
     text = "".join(json.dumps(record) + "\n" for record in records)
     if compress:

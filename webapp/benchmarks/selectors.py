@@ -23,10 +23,16 @@ def dataset_list() -> QuerySet[Dataset]:
     return Dataset.objects.all()
 
 
+def _is_number(text: str) -> bool:
+    """Whether `text` is a number a database key can hold: `str.isdigit` alone would take
+    "²", which `int` refuses, and a thousand digits, which PostgreSQL's bigint cannot hold."""
+    return text.isdecimal() and len(text) <= 18
+
+
 def dataset_lookup(*, reference: str) -> Dataset | None:
     """A dataset by id, or by key (`humaneval/python/en`, newest version) or `key@version`."""
     reference = reference.strip()
-    if reference.isdigit():
+    if _is_number(reference):
         return Dataset.objects.filter(pk=int(reference)).first()
     key, _, version = reference.partition("@")
     found = Dataset.objects.filter(key=key)
@@ -135,7 +141,7 @@ def problem_search(*, filters: ProblemFilters) -> QuerySet[Problem]:
         variants = variants.filter(dataset__natural_language=filters.natural_language)
     query = filters.query.strip()
     number = query.removeprefix("HumanEval/").strip()
-    if number.isdigit():
+    if _is_number(number):
         variants = variants.filter(problem__number=int(number))
     elif query:
         variants = variants.filter(Q(entry_point__icontains=query) | Q(prompt__icontains=query))

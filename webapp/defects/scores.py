@@ -49,8 +49,6 @@ WAY_LABELS = {
 }
 WAY_SHORT = {"original": "orig.", "patched": "patched", "excluding": "excl."}
 SCORES_PARAM = "scores"
-NOT_DEFECTS = frozenset({"not_a_defect"})
-"""Registry kinds that record a suspicion that was checked and found not to be a defect."""
 
 Counts = Mapping[str, tuple[int, int]]
 """task id -> (n, c): samples and passing samples of one problem."""
@@ -88,8 +86,11 @@ def _present(defect: Defect, problem: Problem) -> bool:
     return defect.detect.contains in str(getattr(problem, defect.detect.field, ""))
 
 
-def defects_of_problems(problems: Mapping[str, Problem]) -> DatasetDefects:
-    """Match the registry against the problems of one dataset (`task id -> Problem`)."""
+def defects_of_problems(problems: Mapping[str, Problem], *, tests: str = "hidden",
+                        task: str = "generation") -> DatasetDefects:
+    """Match the registry against the problems of one dataset (`task id -> Problem`), for
+    runs on `tests` and `task`: an entry that cannot change such a run's verdicts
+    (`Defect.concerns`) leaves its problem in."""
     registry = load_registry()
     defective: dict[str, tuple[Defect, ...]] = {}
     patched: dict[str, tuple[Defect, ...]] = {}
@@ -100,8 +101,8 @@ def defects_of_problems(problems: Mapping[str, Problem]) -> DatasetDefects:
         for defect in found:
             if defect.task_id == "*":
                 dataset_wide.setdefault(defect.id, defect)
-        mine = tuple(d for d in found if d.task_id == task_id and d.kind not in NOT_DEFECTS
-                     and _present(d, problem))
+        mine = tuple(d for d in found if d.task_id == task_id
+                     and d.concerns(tests=tests, task=task) and _present(d, problem))
         if not mine:
             continue
         defective[task_id] = mine
@@ -119,19 +120,21 @@ def defects_of_problems(problems: Mapping[str, Problem]) -> DatasetDefects:
                           dataset_wide=tuple(dataset_wide.values()))
 
 
-_cache: dict[tuple[int, str, str], DatasetDefects] = {}
+_cache: dict[tuple[int, str, str, str, str], DatasetDefects] = {}
 _cache_lock = threading.Lock()
 
 
-def dataset_defects(*, dataset: Dataset) -> DatasetDefects:
-    """`defects_of_problems` for a stored dataset, cached per process by its id and version
-    and the registry's version (neither changes what a cached answer says)."""
-    key = (dataset.pk, dataset.version, load_registry().version)
+def dataset_defects(*, dataset: Dataset, tests: str = "hidden",
+                    task: str = "generation") -> DatasetDefects:
+    """`defects_of_problems` for a stored dataset and a run's test set and task, cached per
+    process by those, the dataset's version and the registry's version (none of which
+    changes what a cached answer says)."""
+    key = (dataset.pk, dataset.version, load_registry().version, tests, task)
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:
         return cached
-    found = defects_of_problems(dataset_problems(dataset=dataset))
+    found = defects_of_problems(dataset_problems(dataset=dataset), tests=tests, task=task)
     with _cache_lock:
         _cache[key] = found
     return found
@@ -354,7 +357,7 @@ def runs_three_way(*, runs: Iterable[Run], ks: Iterable[int]) -> dict[int, Three
                                                 low=metric.low, high=metric.high)
     for run in missing:
         found[run.pk] = three_way_scores(counts=counts[run.pk],
-                                         defects=dataset_defects(dataset=run.dataset),
+                                         defects=run_defects(run=run),
                                          scoring=scorings.get(run.pk), ks=wanted,
                                          stored=stored[run.pk])
     with _scores_lock:
@@ -363,6 +366,13 @@ def runs_three_way(*, runs: Iterable[Run], ks: Iterable[int]) -> dict[int, Three
         while len(_scores_cache) > CACHED_RUNS:
             _scores_cache.popitem(last=False)
     return found
+
+
+def run_defects(*, run: Run) -> DatasetDefects:
+    """The registry's entries that concern `run`: its dataset's, for its test set and task."""
+    options = run.options or {}
+    return dataset_defects(dataset=run.dataset, tests=str(options.get("tests") or "hidden"),
+                           task=str(options.get("task") or "generation"))
 
 
 def run_three_way(*, run: Run, ks: Iterable[int]) -> ThreeWay:

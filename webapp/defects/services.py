@@ -23,7 +23,7 @@ from evaluator.records import RunOptions
 from evaluator.records import Sample as EvaluatorSample
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.defects.models import PatchedScoring
-from webapp.defects.scores import dataset_defects, task_number
+from webapp.defects.scores import run_defects, task_number
 from webapp.runs.dispatch import _send, language_queue
 from webapp.runs.engines import engine_lease
 from webapp.runs.execution import DatabaseResultCache
@@ -46,7 +46,7 @@ def patched_scoring_request(*, user: User, run: Run) -> PatchedScoring:
     if not run_can_manage(user=user, run=run):
         raise PermissionDenied("Only the run's owner or a team owner can compute its patched "
                                "scores.")
-    defects = dataset_defects(dataset=run.dataset)
+    defects = run_defects(run=run)
     with transaction.atomic():
         locked = Run.objects.select_for_update().select_related("dataset").get(pk=run.pk)
         if locked.status != Run.Status.FINISHED:

@@ -9,7 +9,8 @@ import numpy as np
 from django.db import transaction
 
 from evaluator.metrics import curve_with_ci, pass_at_k_array, pass_at_k_curve, reportable_ks
-from webapp.runs.execution import run_finish
+from evaluator.records import INFRASTRUCTURE_STATUS
+from webapp.runs.execution import run_finish, run_pause
 from webapp.runs.leases import Heartbeat, lease_end
 from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
 from webapp.runs.selectors import REPORTED_KS
@@ -38,6 +39,12 @@ def run_finalize(*, run_id: int) -> bool:
     aggregating -> finished, is `execution.run_finish`, with the run's other worker-side
     changes of state.
     """
+    failed = (Sample.objects.filter(run_id=run_id, status=INFRASTRUCTURE_STATUS)
+              .values_list("message", flat=True).first())
+    if failed is not None:
+        # Never a score over samples the machine failed (a pause may have lost a race).
+        run_pause(run_id=run_id, cause=failed or "an infrastructure failure")
+        return False
     claimed = db_retry(lambda: Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
         status=Run.Status.AGGREGATING, lease_until=lease_end()
     ), what="claiming a run's scores")

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import P, QueryEx, Router, Schema
 
@@ -21,13 +22,19 @@ from webapp.benchmarks.selectors import dataset_list
 from webapp.runs import api_schemas as schemas
 from webapp.runs.exports import matrix_json
 from webapp.runs.forms import UploadForm
-from webapp.runs.intake import intake_file, too_large_issue, upload_was_too_large
+from webapp.runs.intake import (
+    RunDetails,
+    intake_file,
+    intake_start,
+    too_large_issue,
+    upload_was_too_large,
+)
 from webapp.runs.lifecycle import duplicate_answer
 from webapp.runs.selectors import get_run_for_user, run_result_lines, run_summary
-from webapp.runs.services import run_create
 from webapp.runs.uploads import Issue
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
 from webapp.teams.signed_in import SignedInRequest
+from webapp.textfields import flag_from_text
 
 router = Router(tags=["runs"])
 
@@ -87,13 +94,27 @@ def runs_create(request: SignedInRequest) -> HttpResponse:
     form = UploadForm(request.POST, request.FILES, user=request.user, api=True)
     if upload_was_too_large(request):
         return _issues([too_large_issue()], 413, "The file is too large.")
-    if not form.is_valid():
+    fields = {} if form.is_valid() else form.errors.get_json_data()
+    try:
+        # Read here rather than by the form, which the upload page shares.
+        dry_run = flag_from_text(request.POST.get("dry_run"))
+    except ValidationError as exc:
+        fields["dry_run"] = [{"message": message, "code": exc.code or "invalid"}
+                             for message in exc.messages]
+    if fields:
         return JsonResponse({"error": "invalid_request", "message": "Some fields are invalid.",
-                             "fields": form.errors.get_json_data()}, status=400)
+                             "fields": fields}, status=400)
     data = form.cleaned_data
+    # Unless it is a dry run, the samples go into a staged run as they are read, which is
+    # started once the whole file has passed.
     intake = intake_file(user=request.user, uploaded=data["file"], dataset=data["dataset"],
                          sanitize=data["sanitize"], profile=data["profile"],
-                         allow_language_mismatch=data["allow_language_mismatch"])
+                         timeout_seconds=data["timeout_seconds"],
+                         allow_language_mismatch=data["allow_language_mismatch"],
+                         store=None if dry_run else RunDetails(
+                             team=data["team"], name=data["name"],
+                             model_name=data["model_name"], model_meta=data["model_meta"],
+                             visibility=data["visibility"]))
     if intake.duplicate is not None:
         return JsonResponse(duplicate_answer(user=request.user, run=intake.duplicate,
                                              team=data["team"], visibility=data["visibility"]),
@@ -104,16 +125,17 @@ def runs_create(request: SignedInRequest) -> HttpResponse:
         return _issues(intake.issues, 400, "The file cannot be evaluated; see `issues`.")
     coverage = check.coverage_dict()
     warnings = [issue.to_dict() for issue in check.warnings]
-    if request.POST.get("dry_run") in ("1", "true", "yes"):
-        intake.discard()
+    if dry_run:
         return JsonResponse({"coverage": coverage, "warnings": warnings,
                              "profile": check.options["profile"]})
     try:
-        run = run_create(owner=request.user, team=data["team"], check=check, name=data["name"],
-                         model_name=data["model_name"], model_meta=data["model_meta"],
-                         visibility=data["visibility"])
+        run = intake_start(intake, user=request.user)
     finally:
-        intake.discard()
+        intake.discard()  # nothing, once started
+    if intake.staged is not None and run.pk != intake.staged.pk:
+        # The same file became a run meanwhile (another request): that one stands.
+        return JsonResponse(duplicate_answer(user=request.user, run=run, team=data["team"],
+                                             visibility=data["visibility"]), status=409)
     return JsonResponse({
         "id": run.pk, "url": run.get_absolute_url(), "api_url": f"/api/runs/{run.pk}",
         "websocket": f"/ws/runs/{run.pk}/", "status": run.status, "coverage": coverage,
@@ -123,11 +145,13 @@ def runs_create(request: SignedInRequest) -> HttpResponse:
 
 @read(
     "/runs/{int:run_id}", auth=TOKEN_OR_SESSION, url_name="run", operation_id="run_read",
-    summary="Read a run", response={200: schemas.RunSummary, **REFUSALS},
+    summary="Read a run",
+    response={200: schemas.RunSummary, 400: schemas.InvalidRequest, **REFUSALS},
 )
 def runs_detail(
     request: HttpRequest, run_id: int,
-    problems: QueryEx[str, P(description="0 leaves out the per-problem scores.")] = "1",
+    problems: QueryEx[Literal["0", "1"],
+                      P(description="0 leaves out the per-problem scores.")] = "1",
 ) -> HttpResponse:
     """The run's status, progress, pass@k with 95% intervals, and with `problems` (unless
     `problems=0`) the scores of each problem. Poll it until `status` is finished, failed or

@@ -14,6 +14,8 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
+from webapp.textfields import JSONText, NameText, SlugText, StoredJSONObject
+
 Visibility = Literal["private", "team", "public"]
 
 
@@ -66,14 +68,18 @@ class RunUpload(Schema):
 
     file: bytes = Field(json_schema_extra={"format": "binary"},
                         description="JSON Lines, plain (.jsonl) or gzip-compressed (.jsonl.gz).")
-    dataset: str = Field(description="Dataset id, or key such as humaneval/python/en.")
-    name: str = Field("", description="The run's name; the file's name if empty.")
-    model_name: str = ""
-    model_meta: str = Field("", description='A JSON object, like {"temperature": 0.8}.')
-    team: str = Field("", description="Team slug; your personal team if empty.")
+    dataset: NameText = Field(description="Dataset id, or key such as humaneval/python/en.")
+    name: NameText = Field("", description="The run's name; the file's name if empty.")
+    model_name: NameText = ""
+    model_meta: JSONText = Field("", description='A JSON object, like {"temperature": 0.8}.')
+    team: SlugText = Field("", description="Team slug; your personal team if empty.")
     visibility: Visibility = "team"
-    profile: str = Field("", description="Harness profile; the dataset's reference harness "
-                                         "if empty (see /profiles/).")
+    profile: SlugText = Field("", description="Harness profile; the dataset's reference "
+                                              "harness if empty (see /profiles/).")
+    timeout_seconds: float | None = Field(
+        None, description="CPU seconds per program: an override of the profile's own limit, "
+                          "recorded as such (the run is then not verified); empty for the "
+                          "profile's limit, as the command line uses.")
     sanitize: bool = Field(False, description="Clean up raw model output (off, as in the "
                                               "reference harnesses).")
     allow_language_mismatch: bool = Field(
@@ -178,16 +184,17 @@ class RunSummary(Schema):
 
 
 class RunPatch(Schema):
-    """`PATCH /api/runs/<id>`: any of these; the others stay as they are."""
+    """`PATCH /api/runs/<id>`: any of these; the others stay as they are. The endpoint
+    validates its body with this model, so what it says here is what it checks."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"visibility": "public", "team": "my-lab"}]})
 
     visibility: Visibility | None = None
-    team: str | None = Field(None, description="The new team's slug; you must be a member.")
-    name: str | None = None
-    model: str | None = None
-    model_meta: dict[str, Any] | None = None
+    team: SlugText | None = Field(None, description="The new team's slug; you must be a member.")
+    name: NameText | None = None
+    model: NameText | None = None
+    model_meta: StoredJSONObject | None = None
 
 
 class Change(Schema):

@@ -24,9 +24,11 @@ from django.utils import timezone
 
 from evaluator.engine import EngineEvent
 from evaluator.raw_verdicts import evaluate_with_raw_verdicts
-from evaluator.records import RunOptions, SampleResult, cap_text
+from evaluator.records import INFRASTRUCTURE_STATUS, RunOptions, SampleResult, cap_text
 from evaluator.records import Sample as EvaluatorSample
 from webapp.benchmarks.selectors import dataset_problems
+from webapp.health.selectors import canary_healthy, language_readiness
+from webapp.health.services import canary_request, canary_run
 from webapp.runs.dispatch import send_chunks
 from webapp.runs.engines import engine_lease
 from webapp.runs.events import (
@@ -206,8 +208,11 @@ def _give_back(chunk_id: int, claim: str) -> None:
     """Put a chunk we hold back in the queue, without counting the attempt: the failure was
     the database's or the broker's, not the chunk's."""
     try:
+        # Stamped as sent: the retry that follows is a new message, which this worker holds
+        # through its countdown, and the sweeper must not take it for lost meanwhile.
         _held(chunk_id, claim).update(status=Chunk.Status.QUEUED, claim="", lease_until=None,
-                                      attempts=F("attempts") - 1)
+                                      attempts=F("attempts") - 1,
+                                      dispatched_at=timezone.now())
     except TRANSIENT_DB_ERRORS:
         # The lease runs out by itself, and the sweeper takes the chunk back then.
         logger.warning("could not give chunk %s back; its lease will expire", chunk_id)
@@ -234,8 +239,12 @@ def chunk_evaluate(*, chunk_id: int, worker: str = WORKER_NAME) -> ChunkOutcome:
             f"worker {chunk.attempts - 1} times; a program in it may be killing its worker "
             "(out of memory?). See the worker logs."))
         return ChunkOutcome("failed")
+    vouched = _canary_before_work(chunk=chunk, run=run, worker=worker)
+    if vouched is not None:
+        _give_back(chunk_id, claim)
+        return vouched
     try:
-        stopped = _evaluate(chunk=chunk, run=run, claim=claim)
+        stopped = _evaluate(chunk=chunk, run=run, claim=claim, worker=worker)
     except TRANSIENT_DB_ERRORS as exc:
         logger.warning("chunk %s of run %s: the database is unavailable (%s); giving it back",
                        chunk.index, run.pk, exc)
@@ -253,25 +262,78 @@ def chunk_evaluate(*, chunk_id: int, worker: str = WORKER_NAME) -> ChunkOutcome:
         _held(chunk_id, claim).update(status=Chunk.Status.CANCELLED, finished_at=timezone.now())
         return ChunkOutcome("cancelled")
 
-    def finish() -> tuple[int, int] | None:
+    def finish() -> ChunkOutcome:
         with transaction.atomic():
+            # Under the run's lock, as each result is: a run stopped before the heartbeat
+            # noticed refused the chunk's last results, which are still pending.
+            if not Run.objects.select_for_update().filter(pk=run.pk,
+                                                          status__in=Run.ACTIVE).exists():
+                _held(chunk_id, claim).update(status=Chunk.Status.CANCELLED,
+                                              finished_at=timezone.now())
+                return ChunkOutcome("cancelled")
             if not _held(chunk_id, claim).update(status=Chunk.Status.DONE,
                                                  finished_at=timezone.now(), lease_until=None):
-                return None
+                return ChunkOutcome("lost")
             Run.objects.filter(pk=run.pk).update(chunks_done=F("chunks_done") + 1)
             done, total = Run.objects.filter(pk=run.pk).values_list(
                 "chunks_done", "chunks_total"
             ).get()
-            return done, total
+            return ChunkOutcome("done", finalize=done >= total, run_id=run.pk)
 
-    counted = db_retry(finish, what="finishing a chunk")
-    if counted is None:
-        return ChunkOutcome("lost")
-    done, total = counted
-    return ChunkOutcome("done", finalize=done >= total, run_id=run.pk)
+    return db_retry(finish, what="finishing a chunk")
 
 
-def _evaluate(*, chunk: Chunk, run: Run, claim: str) -> str | None:
+CANARY_RETRY_SECONDS = 15.0
+"""How long a chunk given back for want of a healthy canary here waits to be sent again
+(another worker, whose canary passed, takes it from the queue meanwhile)."""
+
+
+def _canary_before_work(*, chunk: Chunk, run: Run, worker: str) -> ChunkOutcome | None:
+    """None when this worker may evaluate the chunk: a recent canary of its language passed
+    here (one is run now when none is recorded, or the last failed or is stale). Otherwise
+    the chunk is not this worker's: it goes back to the queue for a healthy worker, or,
+    when no worker can run the language, the run pauses and names the cause. With
+    canaries switched off (`WORKBENCH_CANARY=0`) the run records the gap and is not
+    verified (`verified.CONDITIONS["healthy_canaries"]`)."""
+    language = chunk.language
+    if not settings.CANARY_ENABLED:
+        _record_canary_gap(run_id=run.pk, worker=worker, language=language,
+                           reason="canaries are switched off on this worker "
+                                  "(WORKBENCH_CANARY=0)")
+        return None
+    healthy, reason = canary_healthy(worker=worker, language=language)
+    if healthy:
+        return None
+    check = canary_run(worker=worker, languages=[language]).get(language)
+    if check is not None and check.ok:
+        return None
+    cause = (check.cause + (f" ({check.hint})" if check.hint else "")) if check else reason
+    others = [name for name in language_readiness(language=language).healthy_workers
+              if name != worker]
+    if others:
+        logger.warning("chunk %s of run %s: the %s canary fails on %s (%s); left to %s",
+                       chunk.index, run.pk, language, worker, cause, ", ".join(others))
+        return ChunkOutcome("retry", retry_in=CANARY_RETRY_SECONDS, run_id=run.pk)
+    run_pause(run_id=run.pk, language=language,
+              cause=f"no worker can run {language} programs now: its canary (a known-good "
+                    f"program) fails on {worker}: {cause}")
+    return ChunkOutcome("cancelled", run_id=run.pk)
+
+
+def _record_canary_gap(*, run_id: int, worker: str, language: str, reason: str) -> None:
+    gap = {"worker": worker[:200], "language": language, "reason": reason}
+
+    def record() -> None:
+        with transaction.atomic():
+            locked = Run.objects.select_for_update().get(pk=run_id)
+            if gap not in locked.canary_gaps:
+                locked.canary_gaps = [*locked.canary_gaps, gap]
+                locked.save(update_fields=["canary_gaps"])
+
+    db_retry(record, what="recording a canary gap")
+
+
+def _evaluate(*, chunk: Chunk, run: Run, claim: str, worker: str = WORKER_NAME) -> str | None:
     """Run the engine over the chunk's pending samples. None when it went through;
     "cancelled" when the run was cancelled; "lost" when the lease was taken over."""
     rows = list(
@@ -314,7 +376,14 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str) -> str | None:
                     # Closing the generator drops the engine's queued work; what is not
                     # recorded stays pending, so whoever takes the chunk next picks it up.
                     break
-                _forward(event, run=run, sample_ids=sample_ids, cache=cache)
+                cause = _forward(event, run=run, sample_ids=sample_ids, cache=cache)
+                if cause is not None:
+                    # The machine, not the program: nothing more of this run is judged
+                    # until the cause is fixed and the run retried.
+                    run_pause(run_id=run.pk, cause=cause, language=chunk.language)
+                    _recheck_canaries(worker)
+                    stop.set()
+                    break
             if not stop.is_set():
                 # Asked here, of this worker's own toolchains and sandbox.
                 db_retry(lambda: run_manifest_record(run=run, engine=engine,
@@ -328,8 +397,9 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str) -> str | None:
 
 
 def _forward(event: EngineEvent, *, run: Run, sample_ids: list[int],
-             cache: DatabaseResultCache | None) -> None:
-    """Record one engine event and send it live."""
+             cache: DatabaseResultCache | None) -> str | None:
+    """Record one engine event and send it live; the cause, when the event is a sample
+    the machine failed (`INFRASTRUCTURE_STATUS`)."""
     if event["type"] == "test_reported":
         emit_run_event(TestReportedEvent(
             type="test_reported", run_id=run.pk, sample_id=sample_ids[event["position"]],
@@ -357,6 +427,47 @@ def _forward(event: EngineEvent, *, run: Run, sample_ids: list[int],
         )
         if finished is not None:
             emit_run_event(finished)
+        if result.status == INFRASTRUCTURE_STATUS:
+            return result.message or result.error_type or "unknown cause"
+    return None
+
+
+def _recheck_canaries(worker: str) -> None:
+    """After an infrastructure failure: the worker's canary loop checks its languages
+    again soon, and lets go of the queues of those that now fail."""
+    try:
+        canary_request(worker=worker)
+    except Exception:
+        # No loop to ask (a worker without canaries, an eager task): the next chunk of
+        # the language runs its canary first anyway (`_canary_before_work`).
+        logger.info("could not ask %s to check its canaries again", worker, exc_info=True)
+
+
+def run_pause(*, run_id: int, cause: str, language: str = "") -> bool:
+    """Pause a run that met an infrastructure failure: its other chunks stop (their
+    heartbeat sees the run is no longer active, and a result is recorded only while the
+    run is active, `sample_record_result`), no score is
+    computed, and the run page names the cause and offers to retry
+    (`lifecycle.run_resume`). False when the run was no longer going."""
+    where = f" ({language})" if language else ""
+    error = (f"Paused: the machine failed a sample{where}, so it is not a verdict and no "
+             f"score is given. Cause: {cause}\nFix the cause, then retry the run: what was "
+             "judged is kept, and the samples the machine failed are run again.")
+
+    def pause() -> int:
+        with transaction.atomic():
+            paused = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE).update(
+                status=Run.Status.PAUSED, error=error[:5000], lease_until=None)
+            if paused:
+                Chunk.objects.filter(run_id=run_id, status=Chunk.Status.QUEUED).update(
+                    status=Chunk.Status.CANCELLED)
+                run_finished_record(run_id=run_id)
+            return paused
+
+    paused = bool(db_retry(pause, what="pausing a run"))
+    if paused:
+        logger.warning("run %s paused: %s", run_id, cause)
+    return paused
 
 
 def sample_record_result(
@@ -365,12 +476,19 @@ def sample_record_result(
     """Store one sample's result, bump the run's counters and draw the event's number, in
     one transaction.
 
-    Only a pending sample is updated, so a chunk evaluated twice counts each sample once.
-    Returns the event to emit, or None when the sample already had its result.
+    Only a pending sample of an active run is updated: a chunk evaluated twice counts each
+    sample once, and nothing is recorded after a cancel or a pause. Returns the event to
+    emit, or None when the sample already had its result or the run had stopped.
     """
     status = result.status
     passed_tests = sum(1 for test in result.tests if test.status == "passed")
     with transaction.atomic():
+        # The run's row is locked first, as `run_cancel` does: a cancel either waits for
+        # this result, which then comes before its event, or came first, and this waits
+        # for it and records nothing.
+        if not Run.objects.select_for_update().filter(pk=run_id,
+                                                      status__in=Run.ACTIVE).exists():
+            return None
         updated = Sample.objects.filter(pk=sample_id, status="pending").update(
             status=status,
             cached=result.cached,

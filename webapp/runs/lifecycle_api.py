@@ -18,11 +18,11 @@ on the same router as `api`'s reads.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from pydantic import ValidationError as PydanticError
 
 from webapp.runs import api_schemas as schemas
 from webapp.runs.api import REFUSALS, read, request_body, router
@@ -43,6 +43,7 @@ from webapp.runs.services import run_cancel
 from webapp.runs.verified import run_verification
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
 from webapp.teams.signed_in import SignedInRequest
+from webapp.textfields import JSON_DEPTH_MAX, json_parse
 
 EDITABLE = {"visibility", "team", "name", "model", "model_meta"}
 BODY_LIMIT = 64 * 1024
@@ -52,9 +53,14 @@ def _json_body(request: HttpRequest) -> dict[str, Any]:
     if len(request.body) > BODY_LIMIT:
         raise ValidationError("The body is too large.")
     try:
-        body = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ValidationError("The body is not a JSON object.") from None
+        # Deeper than model_meta may be, so that `_edit_from` can name it; shallow enough
+        # that the parser never recurses near Python's limit.
+        body = json_parse(request.body.decode("utf-8-sig") or "{}",
+                          max_depth=4 * JSON_DEPTH_MAX)
+    except UnicodeDecodeError:
+        raise ValidationError("The body is not UTF-8.") from None
+    except ValidationError as exc:
+        raise ValidationError(f"The body: {' '.join(exc.messages)}") from None
     if not isinstance(body, dict):
         raise ValidationError("The body is not a JSON object.")
     return body
@@ -69,14 +75,15 @@ def _edit_from(body: dict[str, Any]) -> RunEdit:
     unknown = sorted(set(body) - EDITABLE)
     if unknown:
         raise ValidationError({field: "Not a field that can be changed." for field in unknown})
-    wrong: dict[str, str] = {
-        field: "Give a string." for field in ("visibility", "team", "name", "model")
-        if field in body and not isinstance(body[field], str)}
-    if wrong:
-        raise ValidationError(wrong)
-    return RunEdit(visibility=body.get("visibility"), team=body.get("team"),
-                   name=body.get("name"), model_name=body.get("model"),
-                   model_meta=body.get("model_meta"))
+    try:
+        patch = schemas.RunPatch.model_validate(body, strict=True)
+    except PydanticError as exc:
+        wrong: dict[str, list[str]] = {}
+        for error in exc.errors():
+            wrong.setdefault(str(error["loc"][0]), []).append(error["msg"])
+        raise ValidationError(wrong) from None
+    return RunEdit(visibility=patch.visibility, team=patch.team, name=patch.name,
+                   model_name=patch.model, model_meta=patch.model_meta)
 
 
 @router.patch(

@@ -90,6 +90,15 @@ LIMIT_LABELS = (
 )
 
 
+LIMIT_SOURCE_TEXT = {
+    "profile": "the profile's own limit",
+    "default": "the default limit (the profile sets none)",
+    "user": "override: chosen by the person who uploaded the run",
+    "server": "override: set by this server's operator (EVALUATOR_TIMEOUT_SECONDS)",
+}
+"""How the manifest's `limits.source` reads on the run page."""
+
+
 def _limits_text(limits: dict[str, Any]) -> str:
     return " · ".join(f"{name} {limits[key] / scale:g}{unit}"
                       for key, name, unit, scale in LIMIT_LABELS if key in limits)
@@ -127,7 +136,8 @@ def manifest_rows(manifest: dict[str, Any]) -> list[ManifestRow]:
         rows.append(_row("Toolchain", language, tool.get("version") or tool.get("error"),
                          hint=tool.get("path", "")))
     limits = manifest.get("limits", {})
-    rows.append(_row("Limits", "per program", _limits_text(limits.get("run", {}))))
+    rows.append(_row("Limits", "per program", _limits_text(limits.get("run", {})),
+                     hint=LIMIT_SOURCE_TEXT.get(str(limits.get("source")), "")))
     rows.append(_row("Limits", "per compile", _limits_text(limits.get("compile", {}))))
     rows.append(_row("Limits", "task and tests",
                      f"{limits.get('task', '?')}, {limits.get('tests', '?')} tests"

@@ -28,6 +28,7 @@ class Run(models.Model):
         FINISHED = "finished", "Finished"
         CANCELLED = "cancelled", "Cancelled"
         FAILED = "failed", "Failed"
+        PAUSED = "paused", "Paused: the machine failed"
 
     class Visibility(models.TextChoices):
         PRIVATE = "private", "Private: only me"
@@ -77,7 +78,14 @@ class Run(models.Model):
     )
 
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
-    error = models.TextField(blank=True)
+    error = models.TextField(
+        blank=True, help_text="Why it failed, or why it is paused (an infrastructure failure)."
+    )
+    canary_gaps = models.JSONField(
+        default=list, blank=True,
+        help_text="Where a chunk ran without a healthy canary of its language on its worker: "
+        "[{worker, language, reason}]; empty when every chunk had one.",
+    )
     samples_total = models.PositiveIntegerField(default=0)
     done_count = models.PositiveIntegerField(default=0)
     passed_count = models.PositiveIntegerField(default=0)

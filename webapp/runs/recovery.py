@@ -1,17 +1,20 @@
 """The sweeper: finds work that was lost and sends it again, so that runs recover by
 themselves from dead workers, lost broker messages and interrupted scoring.
 
-The database is the record of what still has to run. Every `SWEEP_SECONDS` (Celery beat in
-production; the beat process that `bin/serve` starts, embedded) the sweeper:
+The database is the record of what still has to run. Every `SWEEP_SECONDS` the beat
+process runs a pass itself (`webapp.runs.beat`), never behind evaluation work in a queue.
+Each pass:
 
 - takes back chunks whose heartbeat lease has passed (their worker died) and sends them
   again, telling the run's viewers that the run is resuming;
-- sends again chunks that were sent a lease ago and never claimed, when their queue is
-  empty (the broker lost the message, e.g. in a restart without persistence);
+- sends again chunks that were sent a lease ago and never claimed, when the broker holds
+  no message of them, neither waiting in a queue nor reserved by a live worker
+  (`dispatch.queued_work`): the broker lost it, e.g. in a restart without persistence, or
+  the worker that had reserved it died;
 - does the same for a run's fan-out and for its scores;
 - takes back a run whose scoring process died;
 - does the same for harness profile comparisons (`rescoring`): one whose worker died is
-  queued and sent again at once, one whose message was lost when its queue is empty.
+  queued and sent again at once, one whose message was lost when the broker holds none.
 
 Sending twice is harmless: a chunk is claimed atomically, and a delivery that finds it
 claimed or done does nothing.
@@ -21,7 +24,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -30,9 +32,14 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from webapp.runs.dispatch import (
+    COMPARE_PROFILES,
     DEFAULT_QUEUE,
+    EVALUATE_CHUNK,
+    EVALUATE_RUN,
+    FINALIZE_RUN,
+    QueuedWork,
     language_queue,
-    queue_waiting,
+    queued_work,
     send_chunks,
     send_finalize,
     send_profile_comparison,
@@ -70,41 +77,54 @@ def runs_sweep(*, all_running: bool = False, now: datetime | None = None) -> Swe
     report = SweepReport()
     taken_back = _take_back_chunks(now=now, all_running=all_running, report=report)
     _take_back_scoring(now=now, all_running=all_running)
-    waiting: dict[str, int | None] = {}
-
-    def queue_is_empty(queue: str) -> bool:
-        if queue not in waiting:
-            waiting[queue] = queue_waiting(queue)
-        return waiting[queue] == 0
+    taken_comparisons = _take_back_comparisons(now=now, all_running=all_running)
 
     unsent = Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=stale)
-    lost = list(
+    chunks = list(
         Chunk.objects.filter(unsent, status=Chunk.Status.QUEUED, run__status=Run.Status.RUNNING)
         .order_by("run_id", "index").values_list("pk", "language")
     )
-    # A chunk taken back from a dead worker goes out again at once; one that merely waits
-    # long goes out again only when its queue is empty, i.e. its message is surely gone.
-    resend = [(pk, language) for pk, language in lost
-              if pk in taken_back or queue_is_empty(language_queue(language))]
-    report.resent_chunks = send_chunks(resend)
+    starts = list(Run.objects.filter(unsent, status=Run.Status.QUEUED)
+                  .values_list("pk", flat=True))
+    scorable = list(Run.objects.filter(unsent, status=Run.Status.RUNNING,
+                                       chunks_done__gte=F("chunks_total"))
+                    .values_list("pk", flat=True))
+    comparisons = list(
+        ProfileComparison.objects.filter(unsent, status=ProfileComparison.Status.QUEUED)
+        .values_list("pk", "run__dataset__language"))
+    # Work taken back from a dead worker goes out again at once. Work that merely waits
+    # long goes out again only when the broker holds no message of it, waiting or
+    # reserved by a live worker: the message is surely gone.
+    asked = {language_queue(language) for pk, language in chunks if pk not in taken_back}
+    asked |= {language_queue(language) for pk, language in comparisons
+              if pk not in taken_comparisons}
+    if starts or scorable:
+        asked.add(DEFAULT_QUEUE)
+    work = queued_work(asked, reserved_within=lease_seconds()) if asked else QueuedWork()
 
-    for run_id in Run.objects.filter(unsent, status=Run.Status.QUEUED).values_list("pk", flat=True):
-        if queue_is_empty(DEFAULT_QUEUE) and send_run_start(run_id=run_id):
-            report.started_runs.append(run_id)
-    scorable = Run.objects.filter(unsent, status=Run.Status.RUNNING,
-                                  chunks_done__gte=F("chunks_total"))
-    for run_id in scorable.values_list("pk", flat=True):
-        if queue_is_empty(DEFAULT_QUEUE) and send_finalize(run_id=run_id):
-            report.finalized_runs.append(run_id)
-    report.resent_comparisons = _resend_comparisons(
-        now=now, all_running=all_running, unsent=unsent, queue_is_empty=queue_is_empty)
+    def lost(task: str, pk: int, queue: str) -> bool:
+        return work is not None and not work.holds(task, pk, queue=queue)
+
+    report.resent_chunks = send_chunks([
+        (pk, language) for pk, language in chunks
+        if pk in taken_back or lost(EVALUATE_CHUNK, pk, language_queue(language))],
+        again=True)
+    report.started_runs = [run_id for run_id in starts
+                           if lost(EVALUATE_RUN, run_id, DEFAULT_QUEUE)
+                           and send_run_start(run_id=run_id)]
+    report.finalized_runs = [run_id for run_id in scorable
+                             if lost(FINALIZE_RUN, run_id, DEFAULT_QUEUE)
+                             and send_finalize(run_id=run_id)]
+    report.resent_comparisons = [
+        pk for pk, language in comparisons
+        if (pk in taken_comparisons or lost(COMPARE_PROFILES, pk, language_queue(language)))
+        and send_profile_comparison(comparison_id=pk, language=language)]
     if report.anything:
         logger.warning("sweeper: %s", report)
     return report
 
 
-def _resend_comparisons(*, now: datetime, all_running: bool, unsent: Q,
-                        queue_is_empty: Callable[[str], bool]) -> list[int]:
+def _take_back_comparisons(*, now: datetime, all_running: bool) -> set[int]:
     lost = Q() if all_running else Q(lease_until__isnull=True) | Q(lease_until__lt=now)
     taken: set[int] = set()
     for pk in ProfileComparison.objects.filter(
@@ -117,13 +137,7 @@ def _resend_comparisons(*, now: datetime, all_running: bool, unsent: Q,
             dispatched_at=None,
         ):
             taken.add(pk)
-    sent = []
-    waiting = ProfileComparison.objects.filter(unsent, status=ProfileComparison.Status.QUEUED)
-    for pk, language in waiting.values_list("pk", "run__dataset__language"):
-        if ((pk in taken or queue_is_empty(language_queue(language)))
-                and send_profile_comparison(comparison_id=pk, language=language)):
-            sent.append(pk)
-    return sent
+    return taken
 
 
 def _take_back_chunks(*, now: datetime, all_running: bool, report: SweepReport) -> set[int]:

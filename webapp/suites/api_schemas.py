@@ -13,6 +13,7 @@ from ninja import Schema
 from pydantic import ConfigDict, Field
 
 from webapp.runs.api_schemas import Error, FileIssue, Visibility
+from webapp.textfields import JSONText, LongText, NameText, SlugText
 
 
 class SuiteCreate(Schema):
@@ -21,12 +22,13 @@ class SuiteCreate(Schema):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"model_name": "my-model-7b", "revision": "r1", "decoding": '{"temperature": 0.2}'}]})
 
-    model_name: str = Field(description="The model every run of the suite comes from.")
-    name: str = Field("", description="The suite's name; the model's name if empty.")
-    revision: str = Field("", description="Checkpoint, commit or release.")
-    decoding: str = Field("", description='A JSON object, like {"temperature": 0.2, "n": 20}.')
-    description: str = ""
-    team: str = Field("", description="Team slug; your personal team if empty.")
+    model_name: NameText = Field(description="The model every run of the suite comes from.")
+    name: NameText = Field("", description="The suite's name; the model's name if empty.")
+    revision: NameText = Field("", description="Checkpoint, commit or release.")
+    decoding: JSONText = Field("", description='A JSON object, like {"temperature": 0.2, '
+                                               '"n": 20}.')
+    description: LongText = ""
+    team: SlugText = Field("", description="Team slug; your personal team if empty.")
     visibility: Visibility = Field("team", description="Runs uploaded into the suite get the "
                                                        "suite's team and visibility.")
 
@@ -42,12 +44,12 @@ class SuiteRunsUpload(Schema):
         default_factory=list, json_schema_extra={"items": {"type": "string",
                                                            "format": "binary"}},
         description="Repeated: JSON Lines files, plain or gzip-compressed.")
-    dataset: list[str] = Field(default_factory=list, description="Repeated: the dataset of "
-                               "each file (key or id), in the files' order.")
+    dataset: list[NameText] = Field(default_factory=list, description="Repeated: the dataset "
+                                    "of each file (key or id), in the files' order.")
     run: list[int] = Field(default_factory=list, description="Repeated: ids of existing runs "
                                                              "to add instead of files.")
-    profile: str = Field("", description="Harness profile for every file; each dataset's "
-                                         "reference harness if empty.")
+    profile: SlugText = Field("", description="Harness profile for every file; each "
+                                              "dataset's reference harness if empty.")
     sanitize: bool = Field(False, description="Clean up raw model output; each dataset's "
                                               "reference harness decides if left out.")
     allow_language_mismatch: bool = False

@@ -19,6 +19,7 @@ from webapp.benchmarks.models import Dataset, ProblemVariant
 from webapp.benchmarks.records import problem_from_json
 from webapp.suites.fidelity import DefectCandidate
 from webapp.suites.fidelity_models import DefectProposal
+from webapp.textfields import text_problem
 
 DEFAULT_KIND = "prompt_contradiction"
 MAX_TEXT = 2000
@@ -64,6 +65,9 @@ def proposal_entry(*, dataset: Dataset, variant: ProblemVariant, candidate: Defe
         raise ProposalError("Say what is wrong with this variant.")
     if len(text) > MAX_TEXT or len(draft.detect_contains) > MAX_TEXT:
         raise ProposalError(f"Keep each text under {MAX_TEXT} characters.")
+    problem = text_problem(text + draft.detect_contains)
+    if problem is not None:
+        raise ProposalError(problem)
     entry: dict[str, Any] = {
         "id": _entry_id(dataset, variant.problem.number),
         "dataset": dataset.name, "language": dataset.language,

@@ -10,30 +10,36 @@ from django.http import QueryDict
 from django.utils.datastructures import MultiValueDict
 
 from webapp.benchmarks.selectors import dataset_list, dataset_lookup
-from webapp.runs.forms import (
-    UploadForm,
-    clean_profile_name,
-    model_meta_from_text,
-    profile_help_text,
-)
+from webapp.runs.forms import UploadForm, clean_profile_name, profile_help_text
 from webapp.runs.models import Run
 from webapp.suites.services import SuiteFile
 from webapp.teams.selectors import teams_for_user
+from webapp.textfields import (
+    JSON_TEXT_MAX,
+    LONG_TEXT_MAX,
+    NAME_MAX,
+    SLUG_MAX,
+    FlagField,
+    TextField,
+    json_object_from_text,
+    text_problem,
+)
 
 
 class SuiteForm(forms.Form):
-    name = forms.CharField(max_length=200, required=False,
-                           help_text="The model's name if empty.")
-    model_name = forms.CharField(max_length=200, label="Model")
-    revision = forms.CharField(max_length=200, required=False,
-                               help_text="Checkpoint, commit or release.")
-    decoding = forms.CharField(
-        required=False, label="Decoding settings (JSON object)",
+    name = TextField(max_length=NAME_MAX, required=False, help_text="The model's name if empty.")
+    model_name = TextField(max_length=NAME_MAX, label="Model")
+    revision = TextField(max_length=NAME_MAX, required=False,
+                         help_text="Checkpoint, commit or release.")
+    decoding = TextField(
+        max_length=JSON_TEXT_MAX, required=False, label="Decoding settings (JSON object)",
         widget=forms.Textarea(attrs={
             "rows": 3, "placeholder": '{"temperature": 0.2, "top_p": 0.95, "n": 20}'}),
     )
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    team = forms.CharField(required=False, help_text="Team slug; your personal team if empty.")
+    description = TextField(max_length=LONG_TEXT_MAX, required=False,
+                            widget=forms.Textarea(attrs={"rows": 2}))
+    team = TextField(max_length=SLUG_MAX, required=False,
+                     help_text="Team slug; your personal team if empty.")
     visibility = forms.ChoiceField(
         choices=Run.Visibility.choices, initial=Run.Visibility.TEAM, required=False,
         help_text="Runs uploaded into the suite get the same team and visibility.",
@@ -46,7 +52,7 @@ class SuiteForm(forms.Form):
         self.fields["team"].widget = forms.Select(choices=[(t.slug, t.name) for t in teams])
 
     def clean_decoding(self) -> dict[str, Any]:
-        return model_meta_from_text(self.cleaned_data.get("decoding") or "")
+        return json_object_from_text(self.cleaned_data.get("decoding") or "")
 
     # The same rules as the single upload: a team of the user's (their personal one if
     # none is named), and team visibility unless another is chosen.
@@ -62,7 +68,7 @@ class SuiteUploadForm(forms.Form):
     profile = UploadForm.base_fields["profile"]
     sanitize = UploadForm.base_fields["sanitize"]
     allow_language_mismatch = UploadForm.base_fields["allow_language_mismatch"]
-    dry_run = forms.BooleanField(required=False, label="Only check the files")
+    dry_run = FlagField(label="Only check the files")
 
     def __init__(self, *args: Any, api: bool = False, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -99,7 +105,12 @@ def paired_files(data: QueryDict, files: MultiValueDict[str, Any]) -> tuple[list
         return [], errors
     paired: list[SuiteFile] = []
     for position, (item, reference) in enumerate(zip(uploaded, references, strict=True), 1):
-        dataset = dataset_lookup(reference=reference[:200]) if reference.strip() else None
+        problem = text_problem(reference)
+        if problem is not None:
+            errors.append(f"File {position} ({item.name}): the dataset: {problem}")
+            continue
+        dataset = (dataset_lookup(reference=reference[:NAME_MAX]) if reference.strip()
+                   else None)
         if dataset is None:
             errors.append(f"File {position} ({item.name}): no such dataset "
                           f"{reference[:80]!r}.")

@@ -18,9 +18,8 @@ from django.db import transaction
 
 from evaluator.sanitize import sanitize_by_default
 from webapp.benchmarks.models import Dataset
-from webapp.runs.intake import Intake, intake_file
+from webapp.runs.intake import Intake, RunDetails, intake_file, intake_start
 from webapp.runs.models import Run
-from webapp.runs.services import run_create
 from webapp.runs.uploads import HasIssues, Issue
 from webapp.suites.models import Suite, SuiteRun
 from webapp.suites.selectors import suite_can_manage
@@ -161,9 +160,10 @@ def suite_upload(
     sanitize: bool | None = None, profile: str = "", allow_language_mismatch: bool = False,
     dry_run: bool = False,
 ) -> SuiteUpload:
-    """Check every file exactly as a single upload is checked (`intake_file`), then either
-    create a run of each (in the suite's team, with its visibility and model) and add
-    them all to the suite, or, when any file or the set has an error, create nothing.
+    """Check every file exactly as a single upload is checked (`intake_file`, which stores
+    each file's samples as a staged run while it reads it, unless `dry_run`), then either
+    start a run of each (in the suite's team, with its visibility and model) and add them
+    all to the suite, or, when any file or the set has an error, delete every staged run.
 
     A file already evaluated on its variant is not evaluated again: the existing run is
     added instead. `sanitize` None is each dataset's reference harness's own choice.
@@ -182,9 +182,14 @@ def suite_upload(
         for item in files:
             clean = (sanitize_by_default(item.dataset.layout) if sanitize is None
                      else sanitize)
+            # A set that already has an error will not be created: the rest is only checked.
+            store = None if dry_run or not upload.ok else RunDetails(
+                team=suite.team, name=f"{suite.name} · {item.dataset.key}"[:200],
+                model_name=suite.model_name, model_meta=_run_meta(suite),
+                visibility=suite.visibility)
             intake = intake_file(user=user, uploaded=item.uploaded, dataset=item.dataset,
                                  sanitize=clean, profile=profile,
-                                 allow_language_mismatch=allow_language_mismatch)
+                                 allow_language_mismatch=allow_language_mismatch, store=store)
             intakes.append(intake)
             check = intake.check
             upload.files.append(FileOutcome(
@@ -199,13 +204,7 @@ def suite_upload(
                 if outcome.duplicate is not None:
                     outcome.run = outcome.duplicate
                     continue
-                assert intake.check is not None
-                outcome.run = run_create(
-                    owner=user, team=suite.team, check=intake.check,
-                    name=f"{suite.name} · {outcome.dataset.key}"[:200],
-                    model_name=suite.model_name, model_meta=_run_meta(suite),
-                    visibility=suite.visibility,
-                )
+                outcome.run = intake_start(intake, user=user)
             SuiteRun.objects.bulk_create([
                 SuiteRun(suite=suite, run=outcome.run, added_by=user)
                 for outcome in upload.files if outcome.run is not None
@@ -214,7 +213,7 @@ def suite_upload(
         upload.created = True
         return upload
     finally:
-        # Every staged copy goes, whatever happened: a run holds its samples in the
-        # database, and a refused set must leave no file behind.
+        # Every staged run that was not started goes, whatever happened: a refused set
+        # must leave nothing behind.
         for intake in intakes:
             intake.discard()

@@ -4,6 +4,8 @@ from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
 
+from webapp.textfields import TextField
+
 
 class SignUpForm(UserCreationForm[User]):
     email = forms.EmailField(required=False)
@@ -14,13 +16,13 @@ class SignUpForm(UserCreationForm[User]):
 
 
 class TeamForm(forms.Form):
-    name = forms.CharField(max_length=100)
+    name = TextField(max_length=100)
 
 
 class MemberForm(forms.Form):
-    username = forms.CharField(max_length=150)
+    username = TextField(max_length=150)
     role = forms.ChoiceField(choices=[("member", "Member"), ("owner", "Owner")])
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, help_text="What the token is for, e.g. `ci`.")
+    name = TextField(max_length=100, help_text="What the token is for, e.g. `ci`.")

@@ -14,6 +14,7 @@ from django.utils.text import slugify
 
 from webapp.teams.models import ApiToken, Membership, Team
 
+TEAM_NAME_MAX = 100
 TOKEN_PREFIX = "wb_"  # noqa: S105 (a marker that tells tokens apart, not a secret)
 
 
@@ -48,7 +49,10 @@ def user_sign_up(*, username: str, password: str, email: str = "") -> User:
     """Create an account with its personal team, where its runs go by default."""
     with transaction.atomic():
         user = User.objects.create_user(username=username, password=password, email=email)
-        team_create(owner=user, name=f"{username}'s team", personal=True)
+        # A username may be longer than a team's name column (150 and 100 characters).
+        suffix = "'s team"
+        team_create(owner=user, name=username[:TEAM_NAME_MAX - len(suffix)] + suffix,
+                    personal=True)
     return user
 
 

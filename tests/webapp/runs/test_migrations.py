@@ -55,7 +55,7 @@ def test_profile_comparison_migration_adds_its_tables_and_keeps_runs_from_before
         executor.migrate(after)
         # Deferred: columns of later migrations are not there yet.
         run = Run.objects.defer("retracted_at", "deleted_at", "manifest",
-                                "reproduction_of").get(pk=old_run.pk)
+                                "reproduction_of", "canary_gaps").get(pk=old_run.pk)
         # Nothing names its profile: the strict rules judged it, and the page says so.
         assert (run.profile_name, run.profile_recorded) == ("strict", False)
         comparison = ProfileComparison.objects.create(run=run, baseline=run.profile_name)
@@ -70,3 +70,41 @@ def test_profile_comparison_migration_adds_its_tables_and_keeps_runs_from_before
         executor.loader.build_graph()
         executor.migrate(executor.loader.graph.leaf_nodes())
     assert Run.objects.filter(pk=old_run.pk).exists()
+
+
+NODE_MISSING = ("node:internal/modules/cjs/loader:1143\n  throw err;\n\nError: Cannot find "
+                "module '/tmp/wb/evaluator/languages/runtime/js/harness.js'\n")
+
+
+def test_stored_runs_are_judged_again_by_the_pause_migration(
+    personas, humaneval, samples_file, token_client, django_capture_on_commit_callbacks
+):
+    client = token_client(personas.owner)
+    with samples_file.open("rb") as handle, django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/api/runs", {"file": handle, "dataset": "humaneval/python/en"})
+    run = Run.objects.get(pk=response.json()["id"])
+    assert run.status == Run.Status.FINISHED
+    # As a checkout under /tmp stored them: the harness never started, yet a verdict.
+    broken = Sample.objects.filter(run=run).order_by("position")[:2]
+    for sample in broken:
+        result = {**(sample.result or {}), "status": "error", "error_type": "IncompleteRun",
+                  "stderr": NODE_MISSING}
+        Sample.objects.filter(pk=sample.pk).update(status="error", error_type="IncompleteRun",
+                                                   result=result)
+    errors_before = Sample.objects.filter(run=run, status="error").count()
+    Run.objects.filter(pk=run.pk).update(error_count=errors_before, passed_count=0,
+                                         failed_count=run.done_count - errors_before)
+    # A sample that ended early by its own doing stays a verdict.
+    Sample.objects.filter(run=run).exclude(pk__in=[s.pk for s in broken]).update(
+        status="error", error_type="IncompleteRun")
+    migration = importlib.import_module("webapp.runs.migrations.0009_run_paused_and_canaries")
+    migration.judge_again(django_apps, None)
+    run.refresh_from_db()
+    assert run.status == Run.Status.PAUSED
+    assert "judged again" in run.error
+    assert run.sandbox_error_count == 2
+    assert run.error_count == errors_before - 2
+    assert Sample.objects.filter(run=run, status="sandbox_error").count() == 2
+    assert Sample.objects.filter(run=run, status="error").count() == run.samples_total - 2
+    assert run.canary_gaps
+    assert "before workers checked" in run.canary_gaps[0]["reason"]

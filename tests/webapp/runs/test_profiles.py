@@ -16,9 +16,10 @@ from django.utils import timezone
 from evaluator.datasets import load_dataset
 from evaluator.profiles import PROFILES
 from tests.webapp.factories import RunFactory
-from tests.webapp.support import CRASH_1, RIGHT_0, client_for, write_jsonl
+from tests.webapp.support import CRASH_1, RIGHT_0, client_for, files_left_by_uploads, write_jsonl
 from webapp.benchmarks.services import dataset_import
 from webapp.runs import recovery, rescoring
+from webapp.runs.dispatch import QueuedWork
 from webapp.runs.models import ProfileComparison, ProfileScore, Run, RunMetric, Sample
 from webapp.runs.recovery import runs_sweep
 from webapp.runs.tasks import compare_profiles
@@ -103,7 +104,7 @@ def test_the_same_file_under_another_profile_is_not_a_duplicate(
 
 
 def test_unknown_profile_is_refused_with_the_list_of_profiles(personas, humaneval, samples_file,
-                                                              token_client, settings):
+                                                              token_client):
     with samples_file.open("rb") as handle:
         response = token_client(personas.owner).post(
             "/api/runs", {"file": handle, "dataset": "humaneval/python/en",
@@ -119,8 +120,7 @@ def test_unknown_profile_is_refused_with_the_list_of_profiles(personas, humaneva
     assert page.status_code == 400
     assert "Unknown harness profile &#x27;nope&#x27;; choose one of" in page.content.decode()
     assert Run.objects.count() == 0
-    staged = Path(settings.UPLOAD_DIR) / "staged"
-    assert not staged.exists() or not any(staged.iterdir())
+    assert files_left_by_uploads() == []
 
 
 def test_upload_form_offers_the_profiles_and_says_which_is_the_default(personas, humaneval):
@@ -317,7 +317,7 @@ def test_a_comparison_whose_worker_died_is_taken_back_by_the_sweeper(personas, j
                                                                     monkeypatch):
     comparison = rescoring.profile_comparison_request(user=personas.owner, run=junk_run)
     assert rescoring._claim(comparison.pk)
-    monkeypatch.setattr(recovery, "queue_waiting", lambda queue: 0)
+    monkeypatch.setattr(recovery, "queued_work", lambda queues, **_: QueuedWork())
     assert runs_sweep().resent_comparisons == [], "its holder's lease is still running"
     ProfileComparison.objects.filter(pk=comparison.pk).update(
         lease_until=timezone.now() - timedelta(seconds=1))

@@ -5,6 +5,7 @@ The same faults caused for real, with real processes, are in tests/webapp/servic
 from __future__ import annotations
 
 import threading
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -12,11 +13,14 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from evaluator.records import SampleResult
-from webapp.runs import execution, recovery, transient
+from webapp.runs import execution, leases, recovery, transient
+from webapp.runs.dispatch import EVALUATE_CHUNK, EVALUATE_RUN, SWEEP, QueuedWork, queued_work
 from webapp.runs.execution import chunk_evaluate, run_start, sample_record_result
 from webapp.runs.leases import Heartbeat
+from webapp.runs.lifecycle import run_resume
 from webapp.runs.models import Chunk, Run, RunEvent, Sample
 from webapp.runs.recovery import runs_sweep
+from webapp.runs.services import run_cancel
 
 
 @pytest.fixture
@@ -27,10 +31,11 @@ def queued_run(unstarted_run, settings) -> Run:
 
 @pytest.fixture
 def sent(monkeypatch) -> dict[str, list[int]]:
-    """What the sweeper sends, instead of sending it; every queue reads as empty."""
+    """What the sweeper sends, instead of sending it; the broker reads as holding nothing."""
     record: dict[str, list[int]] = {"chunks": [], "starts": [], "finalize": []}
 
-    def send_chunks(chunks):
+    def send_chunks(chunks, *, again):
+        assert again, "the sweeper's chunks go ahead of those never started"
         record["chunks"].extend(chunk_id for chunk_id, _ in chunks)
         Chunk.objects.filter(pk__in=[c for c, _ in chunks]).update(dispatched_at=timezone.now())
         return len(chunks)
@@ -40,7 +45,7 @@ def sent(monkeypatch) -> dict[str, list[int]]:
                         lambda *, run_id: record["starts"].append(run_id) or True)
     monkeypatch.setattr(recovery, "send_finalize",
                         lambda *, run_id: record["finalize"].append(run_id) or True)
-    monkeypatch.setattr(recovery, "queue_waiting", lambda queue: 0)
+    monkeypatch.setattr(recovery, "queued_work", lambda queues, **_: QueuedWork())
     return record
 
 
@@ -88,19 +93,95 @@ def test_a_queued_chunk_whose_message_was_lost_is_sent_again(queued_run, sent, m
     Chunk.objects.update(dispatched_at=timezone.now())
     assert runs_sweep().resent_chunks == 0
     _age(Chunk.objects.all(), dispatched_at=1)
-    # Messages still wait in the queue: workers are behind, nothing is lost.
-    monkeypatch.setattr(recovery, "queue_waiting", lambda queue: 5)
+    # Their messages are still in the broker (waiting, or reserved by a live worker):
+    # workers are behind, nothing is lost.
+    held = QueuedWork(messages=frozenset((EVALUATE_CHUNK, pk) for pk in chunks))
+    monkeypatch.setattr(recovery, "queued_work", lambda queues, **_: held)
     assert runs_sweep().resent_chunks == 0
-    # The queue is empty, yet the chunks were never claimed: the broker lost them.
-    monkeypatch.setattr(recovery, "queue_waiting", lambda queue: 0)
+    # The broker holds only the first: the second's message is gone, and only it goes out.
+    held = QueuedWork(messages=frozenset({(EVALUATE_CHUNK, chunks[0]), (EVALUATE_CHUNK, -1)}))
+    assert runs_sweep().resent_chunks == 1
+    assert sent["chunks"] == chunks[1:]
+    # A broker that cannot list its messages (RabbitMQ) but holds some in the queue:
+    # everything counts as still there.
+    _age(Chunk.objects.all(), dispatched_at=1)
+    held = QueuedWork(opaque=frozenset({"eval-python"}))
+    assert runs_sweep().resent_chunks == 0
+    held = QueuedWork()
     assert runs_sweep().resent_chunks == 2
-    assert sent["chunks"] == chunks
+    assert sent["chunks"] == [chunks[1], *chunks]
+
+
+def test_a_chunk_taken_back_goes_out_whatever_the_broker_holds(queued_run, sent, monkeypatch):
+    run_start(run_id=queued_run.pk)
+    held, _ = queued_run.chunks.order_by("index")
+    assert execution._claim(held.pk)
+    _age(Chunk.objects.filter(pk=held.pk), lease_until=1)
+    # Its old message may even still sit in the dead worker's reservations.
+    monkeypatch.setattr(recovery, "queued_work",
+                        lambda queues, **_: QueuedWork(opaque=frozenset(queues)))
+    assert runs_sweep().resent_chunks == 1
+    assert sent["chunks"] == [held.pk]
+
+
+def test_the_sweeper_asks_the_broker_nothing_when_nothing_waits_long(queued_run, sent,
+                                                                    monkeypatch):
+    run_start(run_id=queued_run.pk)
+    Chunk.objects.update(dispatched_at=timezone.now())
+
+    def asked(queues, **_):
+        raise AssertionError(f"asked about {queues}")
+
+    monkeypatch.setattr(recovery, "queued_work", asked)
+    assert not runs_sweep().anything
+
+
+# Sent for real, to the broker folder of the test settings: eager Celery leaves send_task be.
+@pytest.mark.filterwarnings("ignore::celery.exceptions.AlwaysEagerIgnored")
+def test_the_embedded_broker_shows_waiting_messages_and_cannot_see_taken_ones():
+    from celery import current_app
+    from kombu import Queue
+
+    queue, elsewhere = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("eval-test", "other"))
+    current_app.send_task(EVALUATE_CHUNK, (41,), queue=queue)
+    current_app.send_task(EVALUATE_CHUNK, (42,), queue=queue)
+    current_app.send_task(EVALUATE_RUN, (7,), queue=elsewhere)
+    work = queued_work({queue}, reserved_within=30)
+    assert work is not None
+    assert work.messages == {(EVALUATE_CHUNK, 41), (EVALUATE_CHUNK, 42)}
+    # A worker takes one: the filesystem broker keeps it only in that worker's memory.
+    with current_app.connection_for_read() as connection:
+        taken = Queue(queue, routing_key=queue)(connection.default_channel).get(no_ack=True)
+        assert taken is not None
+        remaining = queued_work({queue}, reserved_within=30)
+        assert remaining is not None
+        assert len(remaining.messages) == 1
+        assert remaining.messages < work.messages
+        for name in (queue, elsewhere):
+            Queue(name, routing_key=name)(connection.default_channel).purge()
+
+
+def test_a_broker_whose_messages_cannot_be_listed_holds_all_of_a_queue_that_is_not_empty(
+    monkeypatch,
+):
+    from celery import Celery
+
+    from webapp.runs import dispatch
+
+    app = Celery("opaque", broker="memory://", set_as_current=False)
+    monkeypatch.setattr(dispatch, "current_app", app)
+    busy, idle = (f"eval-{name}-{uuid.uuid4().hex[:8]}" for name in ("busy", "idle"))
+    app.send_task(EVALUATE_CHUNK, (1,), queue=busy)
+    work = queued_work({busy, idle}, reserved_within=30)
+    assert work == QueuedWork(opaque=frozenset({busy}))
+    assert work.holds(EVALUATE_CHUNK, 12345, queue=busy)
+    assert not work.holds(EVALUATE_CHUNK, 1, queue=idle)
 
 
 def test_a_broker_that_cannot_be_asked_gets_nothing_resent(queued_run, sent, monkeypatch):
     run_start(run_id=queued_run.pk)
     _age(Chunk.objects.all(), dispatched_at=1)
-    monkeypatch.setattr(recovery, "queue_waiting", lambda queue: None)
+    monkeypatch.setattr(recovery, "queued_work", lambda queues, **_: None)
     assert runs_sweep().resent_chunks == 0
 
 
@@ -168,6 +249,54 @@ def test_a_dropped_database_connection_is_ridden_out(queued_run, monkeypatch):
     assert failures["left"] == 0
 
 
+def test_no_result_is_recorded_once_the_run_is_cancelled(queued_run, personas):
+    run_start(run_id=queued_run.pk)
+    first, second = queued_run.samples.order_by("position")[:2]
+    result = SampleResult(task_id=first.task_id, completion_id=first.index, status="passed",
+                          program_hash="h")
+    assert sample_record_result(run_id=queued_run.pk, sample_id=first.pk, result=result)
+    assert run_cancel(user=personas.owner, run=queued_run)
+    cancelled = RunEvent.objects.get(run=queued_run, type="run_finished")
+    late = SampleResult(task_id=second.task_id, completion_id=second.index, status="passed",
+                        program_hash="h2")
+
+    assert sample_record_result(run_id=queued_run.pk, sample_id=second.pk, result=late) is None
+
+    second.refresh_from_db()
+    assert (second.status, second.seq, second.finished_at) == ("pending", None, None)
+    queued_run.refresh_from_db()
+    assert (queued_run.done_count, queued_run.passed_count) == (1, 1)
+    assert queued_run.event_seq == cancelled.seq, "the cancelled event stays the last"
+
+
+def test_beat_runs_the_sweep_itself_and_sends_nothing(tmp_path, monkeypatch, db):
+    from celery import current_app
+
+    from webapp.runs import tasks
+    from webapp.runs.beat import SweepingScheduler
+
+    swept: list[bool] = []
+    monkeypatch.setattr(tasks, "runs_sweep", lambda: swept.append(True))
+    sweep = current_app.tasks[SWEEP]
+
+    def sent(*args, **kwargs):
+        raise AssertionError("the sweep was sent to a queue")
+
+    monkeypatch.setattr(sweep, "apply_async", sent)
+    scheduler = SweepingScheduler(app=current_app, schedule_filename=str(tmp_path / "beat"))
+    try:
+        entry = scheduler.schedule["sweep-runs"]
+        scheduler.apply_entry(entry, producer=None)
+        assert swept == [True]
+        # Overdue: beat's own loop runs it the same way.
+        scheduler.schedule["sweep-runs"].last_run_at = timezone.now() - timedelta(hours=1)
+        scheduler.populate_heap()
+        scheduler.tick()
+        assert swept == [True, True]
+    finally:
+        scheduler.close()
+
+
 # Committed for real: only a write outside a transaction can be tried again.
 @pytest.mark.django_db(transaction=True)
 def test_a_database_that_stays_away_gives_the_chunk_back_without_failing(queued_run,
@@ -187,6 +316,9 @@ def test_a_database_that_stays_away_gives_the_chunk_back_without_failing(queued_
     assert outcome.state == "retry"
     chunk.refresh_from_db()
     assert (chunk.status, chunk.claim, chunk.attempts) == (Chunk.Status.QUEUED, "", 0)
+    # The retry is a message this worker holds through its countdown: not lost meanwhile.
+    assert chunk.dispatched_at is not None
+    assert timezone.now() - chunk.dispatched_at < timedelta(seconds=60)
     queued_run.refresh_from_db()
     assert queued_run.status == Run.Status.RUNNING
     assert queued_run.error == ""
@@ -252,3 +384,40 @@ def test_a_chunk_whose_lease_was_taken_over_stops_and_leaves_the_rest(
     chunk.refresh_from_db()
     assert chunk.status == Chunk.Status.RUNNING, "left to its new holder"
     assert Sample.objects.filter(run=run, status="pending").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chunk_whose_run_stopped_before_its_heartbeat_noticed_is_not_done(
+    unstarted_run, personas, settings, monkeypatch
+):
+    settings.CHUNK_SAMPLES = 100
+    run = unstarted_run("stopped unnoticed")
+    # The heartbeat never looks: the cancel lands while the chunk records its results.
+    monkeypatch.setattr(leases, "CHECK_SECONDS", 3600.0)
+    original = execution.sample_record_result
+
+    def record_then_cancel(**kwargs):
+        event = original(**kwargs)
+        if event is not None:
+            run_cancel(user=personas.owner, run=run)
+        return event
+
+    monkeypatch.setattr(execution, "sample_record_result", record_then_cancel)
+    run_start(run_id=run.pk)
+    chunk = run.chunks.get()
+
+    assert chunk_evaluate(chunk_id=chunk.pk).state == "cancelled"
+
+    chunk.refresh_from_db()
+    assert chunk.status == Chunk.Status.CANCELLED, "its other results were refused"
+    run.refresh_from_db()
+    assert (run.done_count, run.chunks_done) == (1, 0)
+    assert Sample.objects.filter(run=run, status="pending").count() == run.samples_total - 1
+    # Resumed, the chunk evaluates what was refused, and the run finishes whole.
+    monkeypatch.setattr(execution, "sample_record_result", original)
+    run_resume(user=personas.owner, run=run)
+    run.refresh_from_db()
+    assert run.status == Run.Status.FINISHED
+    assert not Sample.objects.filter(run=run, status="pending").exists()
+    assert run.done_count == run.samples_total
+

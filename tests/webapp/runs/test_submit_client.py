@@ -78,7 +78,9 @@ def test_wait_prints_pass_at_k_with_intervals(site):
     assert re.search(r"^pass@1 +25\.00%  \[\d+\.\d\d%, \d+\.\d\d%\]$", done.stdout,
                      re.MULTILINE), done.stdout
     assert re.search(r"run \d+: finished 3/3 \(100%\), 1 passed", done.stderr)
-    assert "not verified: 162 problem(s) without samples" in done.stdout
+    # This site's operator set a CPU limit for every run (a slow test program needs it).
+    assert ("not verified: its CPU limit of 120.0 s was chosen by the server's operator, an "
+            "override; 162 problem(s) without samples") in done.stdout
 
 
 def test_json_and_token_from_the_environment(site):
@@ -114,8 +116,9 @@ def test_invalid_file_prints_each_issue_on_its_line(site):
     assert done.returncode == ExitCode.INVALID_FILE
     assert "error: the file was refused" in done.stderr
     issue_lines = [line for line in done.stderr.splitlines() if line.startswith("  ")]
-    assert any(line.startswith("  error: line 2, column ") for line in issue_lines), done.stderr
-    assert any("line 3" in line and "humaneval_0" in line for line in issue_lines), done.stderr
+    assert any(line.startswith("  error: Line 2, column ") for line in issue_lines), done.stderr
+    assert not any("line 2, column" in line for line in issue_lines), done.stderr
+    assert any("Line 3" in line and "humaneval_0" in line for line in issue_lines), done.stderr
     assert done.stdout == ""
     assert "Traceback" not in done.stderr
 

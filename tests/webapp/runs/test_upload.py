@@ -12,9 +12,15 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tests.webapp.support import RIGHT_0, client_for, small_samples, write_jsonl
-from webapp.runs.intake import staging_dir
+from tests.webapp.support import (
+    RIGHT_0,
+    client_for,
+    files_left_by_uploads,
+    small_samples,
+    write_jsonl,
+)
 from webapp.runs.models import Chunk, Run, Sample
+from webapp.runs.services import plan_chunks
 from webapp.runs.uploads import MAX_LINE_BYTES
 
 
@@ -22,7 +28,7 @@ def assert_nothing_stored() -> None:
     assert Run.objects.count() == 0
     assert Sample.objects.count() == 0
     assert Chunk.objects.count() == 0
-    assert list(staging_dir().iterdir()) == []
+    assert files_left_by_uploads() == []
 
 
 def page_upload(client: Client, path: Path, dataset_id: int, **extra: Any) -> Any:
@@ -69,7 +75,7 @@ def test_page_upload_shows_coverage_then_creates_and_evaluates_the_run(
     run.refresh_from_db()
     assert run.status == Run.Status.FINISHED
     assert (run.passed_count, run.failed_count, run.error_count) == (1, 1, 2)
-    assert list(staging_dir().iterdir()) == []
+    assert files_left_by_uploads() == []
 
     page = client.get(f"/runs/{run.pk}/")
     assert page.status_code == 200
@@ -231,6 +237,61 @@ def test_gzip_that_expands_past_the_limit_is_refused(personas, humaneval, tmp_pa
     assert_nothing_stored()
 
 
+def test_a_task_past_its_sample_limit_is_refused_and_what_was_stored_is_deleted(
+        personas, humaneval, tmp_path, settings, token_client, monkeypatch):
+    settings.UPLOAD_MAX_SAMPLES_PER_TASK = 30
+    monkeypatch.setattr("webapp.runs.services.STAGE_BATCH_ROWS", 4)  # rows were stored
+    path = write_jsonl(tmp_path / "many.jsonl", [
+        {"task_id": "HumanEval/0", "completion": f"    return {i}\n"} for i in range(100)])
+    response = api_upload(token_client(personas.owner), path, "humaneval/python/en")
+    assert response.status_code == 400
+    (issue,) = response.json()["issues"]
+    assert issue["code"] == "too_large"
+    assert issue["message"].startswith("Line 31: more than 30 samples of HumanEval/0")
+    assert "at most 30 samples per task, one run each" in issue["message"]
+    assert_nothing_stored()
+
+
+def test_an_error_after_stored_batches_leaves_nothing(personas, humaneval, tmp_path,
+                                                      token_client, monkeypatch):
+    monkeypatch.setattr("webapp.runs.services.STAGE_BATCH_ROWS", 3)
+    lines = [json.dumps({"task_id": f"HumanEval/{i % 7}", "completion": "    return 1\n"})
+             for i in range(40)]
+    path = tmp_path / "late.jsonl"
+    path.write_text("\n".join([*lines, "{broken"]) + "\n")
+    response = api_upload(token_client(personas.owner), path, "humaneval/python/en")
+    assert response.status_code == 400
+    assert [issue["line"] for issue in response.json()["issues"]] == [41]
+    assert_nothing_stored()
+
+
+def test_samples_stored_in_batches_keep_the_files_order_and_whole_task_chunks(
+        personas, humaneval, tmp_path, token_client, settings, monkeypatch):
+    """Tasks interleaved (each task's samples spread over the file): the chunks a task is
+    given as it first comes are not the plan's, which only the end of the file tells."""
+    settings.CHUNK_SAMPLES = 5
+    monkeypatch.setattr("webapp.runs.services.STAGE_BATCH_ROWS", 7)
+    monkeypatch.setattr("webapp.runs.services.STAGE_BATCH_CHARS", 300)
+    counts = {f"HumanEval/{n}": 1 + n % 4 * 3 for n in range(9)}  # 1, 4, 7 or 10 each
+    records = [{"task_id": task, "completion": f"    return {i}  # {task}\n"}
+               for i in range(10) for task, count in counts.items() if i < count]
+    path = write_jsonl(tmp_path / "interleaved.jsonl", records)
+    response = api_upload(token_client(personas.owner), path, "humaneval/python/en")
+    assert response.status_code == 201, response.content
+    run = Run.objects.get(pk=response.json()["id"])
+    rows = list(Sample.objects.filter(run=run).order_by("position")
+                .values_list("position", "line", "task_id", "raw", "chunk__index"))
+    assert [(p, line, t, raw) for p, line, t, raw, _ in rows] == [
+        (i, i + 1, r["task_id"], r["completion"]) for i, r in enumerate(records)]
+    plan = plan_chunks(counts.items(), target=5)
+    assert {task: chunk for _p, _l, task, _r, chunk in rows} == {
+        task: i for i, tasks in enumerate(plan) for task in tasks}
+    chunks = list(Chunk.objects.filter(run=run).order_by("index")
+                  .values_list("index", "sample_count"))
+    assert chunks == [(i, sum(counts[t] for t in tasks)) for i, tasks in enumerate(plan)]
+    assert (run.samples_total, run.chunks_total) == (len(records), len(plan))
+
+
 def test_duplicate_upload_links_to_the_existing_run(personas, humaneval, samples_file,
                                                     token_client):
     client = token_client(personas.owner)
@@ -244,6 +305,21 @@ def test_duplicate_upload_links_to_the_existing_run(personas, humaneval, samples
     assert f'href="/runs/{first.json()["id"]}/"'.encode() in page.content
     assert Run.objects.count() == 1
     assert Sample.objects.count() == 4
+
+
+def test_a_duplicate_is_not_stored_again(personas, humaneval, samples_file, token_client,
+                                         monkeypatch):
+    client = token_client(personas.owner)
+    assert api_upload(client, samples_file, "humaneval/python/en").status_code == 201
+
+    def refuse(*_args: Any, **_kwargs: Any) -> None:
+        raise AssertionError("the samples of a duplicate were stored")
+
+    monkeypatch.setattr("webapp.runs.services._insert_samples", refuse)
+    assert api_upload(client, samples_file, "humaneval/python/en").status_code == 409
+    assert page_upload(client_for(personas.owner), samples_file, humaneval.pk,
+                       team="lab").status_code == 409
+    assert Run.objects.count() == 1
 
 
 def test_same_file_with_other_options_is_not_a_duplicate(personas, humaneval, samples_file,

@@ -15,10 +15,9 @@ from django.test import Client
 from evaluator.datasets import load_dataset
 from evaluator.languages.registry import display_name
 from tests.polyglot import LANGUAGES, generations, require_parser, write_dataset
-from tests.webapp.support import RIGHT_0, client_for, write_jsonl
+from tests.webapp.support import RIGHT_0, client_for, files_left_by_uploads, write_jsonl
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
-from webapp.runs.intake import staging_dir
 from webapp.runs.models import Run, Sample
 from webapp.runs.uploads import MAX_LINE_BYTES
 
@@ -26,7 +25,7 @@ from webapp.runs.uploads import MAX_LINE_BYTES
 def assert_nothing_stored() -> None:
     assert Run.objects.count() == 0
     assert Sample.objects.count() == 0
-    assert list(staging_dir().iterdir()) == []
+    assert files_left_by_uploads() == []
 
 
 @pytest.fixture
@@ -114,7 +113,10 @@ def test_python_against_cpp_on_the_page_asks_before_going_on(
     assert f"Evaluate against {polyglot['python'].key} instead" in page
     assert 'name="allow_language_mismatch"' in page
     assert "required" in page
-    assert Run.objects.count() == 0
+    # Held in the database, as a staged run nobody sees, for whichever web process the
+    # confirmation reaches.
+    assert Run.objects.get().status == Run.Status.STAGED
+    assert files_left_by_uploads() == []
     token = response.context["confirm"].initial["token"]
 
     # Without the tick, nothing is created.
@@ -131,15 +133,18 @@ def test_confirmed_mismatch_creates_the_run(polyglot, personas, tmp_path,
     client = client_for(personas.owner)
     response = page_upload(client, generations_file(tmp_path, "python"), polyglot["cpp"])
     token = response.context["confirm"].initial["token"]
+    staged = Run.objects.get()
     with django_capture_on_commit_callbacks(execute=True):
         confirmed = client.post("/runs/new/confirm/",
                                 {"token": token, "allow_language_mismatch": "on"})
     run = Run.objects.get()
     assert confirmed.status_code == 302
     assert confirmed["Location"] == f"/runs/{run.pk}/"
+    assert (run.pk, run.status) == (staged.pk, Run.Status.QUEUED), "the staged run, started"
     assert run.dataset == polyglot["cpp"]
-    assert run.samples_total == 6
-    assert list(staging_dir().iterdir()) == []
+    assert run.samples_total == Sample.objects.filter(run=run).count() == 6
+    assert run.coverage["language_mismatch"] == "python"
+    assert files_left_by_uploads() == []
 
 
 def test_suggested_variant_creates_the_run_against_it(polyglot, personas, tmp_path,
@@ -155,11 +160,46 @@ def test_suggested_variant_creates_the_run_against_it(polyglot, personas, tmp_pa
     assert Run.objects.count() == 0
     response = page_upload(client, generations_file(tmp_path, "python"), polyglot["cpp"])
     token = response.context["confirm"].initial["token"]
+    staged = Run.objects.get()
+
+    def refuse_to_read(*_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("the file was read again")
+
+    # The staged samples are checked again against the variant: there is no file to read.
+    monkeypatch.setattr("webapp.runs.uploads.SampleReader.read", refuse_to_read)
     with django_capture_on_commit_callbacks(execute=True):
         client.post("/runs/new/confirm/", {"token": token,
                                            "use_dataset": str(polyglot["python"].pk)})
     run = Run.objects.get()
+    assert run.pk != staged.pk, "the staged run on the C++ variant is gone"
     assert run.dataset == polyglot["python"]
+    assert (run.name, run.team, run.file_sha256) == (staged.name, staged.team,
+                                                     staged.file_sha256)
+    assert run.samples_total == Sample.objects.filter(run=run).count() == 6
+    assert "language_mismatch" not in run.coverage
+    assert files_left_by_uploads() == []
+
+
+def test_a_mismatch_allowed_before_is_asked_again_then_leads_to_that_run(
+        polyglot, personas, token_client, tmp_path, monkeypatch):
+    require_parser("cpp")
+    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    path = generations_file(tmp_path, "python")
+    first = api_upload(token_client(personas.owner), path, polyglot["cpp"],
+                       allow_language_mismatch="true")
+    assert first.status_code == 201, first.json()
+    client = client_for(personas.owner)
+    response = page_upload(client, path, polyglot["cpp"])
+    assert response.status_code == 200
+    assert "These generations look like Python, not C++" in response.content.decode()
+    assert Run.objects.filter(status=Run.Status.STAGED).count() == 1
+    token = response.context["confirm"].initial["token"]
+
+    confirmed = client.post("/runs/new/confirm/",
+                            {"token": token, "allow_language_mismatch": "on"})
+
+    assert confirmed["Location"] == f"/runs/{first.json()['id']}/"
+    assert Run.objects.count() == 1
 
 
 def test_api_field_confirms_a_mismatch(polyglot, personas, token_client, tmp_path,

@@ -1,24 +1,21 @@
-"""Confirming a staged upload: a clean file was stored at upload as a staged run, which
-confirming only starts (nothing is read, parsed or inserted again); where the run must be
-made from the staged file instead (the staged run was purged, another variant was
-chosen), the check made at upload is what it is made from (the file is not read or hashed
-again). A held upload that is forged, expired, another user's or changed on disk is
-refused with a message that says so."""
+"""Confirming a staged upload: the file was stored as it was read, as a staged run, which
+confirming only starts (nothing is read, parsed or inserted again), and cancelling
+deletes at once. Nothing of the upload waits on the web host's disk, so the token is all
+a web process needs. A held upload that is forged, expired, another user's or already
+used is refused with a message that says so."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.messages import get_messages
+from django.core import signing
 from django.test import Client
 
-from tests.webapp.support import client_for
-from webapp.runs.intake import staging_dir
-from webapp.runs.models import Run, Sample
+from tests.webapp.support import client_for, files_left_by_uploads
+from webapp.runs.models import Chunk, Run, Sample
 
 
 @pytest.fixture
@@ -42,8 +39,9 @@ def confirm(client: Client, token: str, **extra: Any) -> tuple[Any, list[str]]:
     return response, [str(message) for message in get_messages(response.wsgi_request)]
 
 
-def staged_files() -> list[Path]:
-    return sorted(staging_dir().iterdir())
+def cancel(client: Client, token: str) -> tuple[Any, list[str]]:
+    response = client.post("/runs/new/cancel/", {"token": token})
+    return response, [str(message) for message in get_messages(response.wsgi_request)]
 
 
 def started_runs() -> int:
@@ -51,17 +49,8 @@ def started_runs() -> int:
 
 
 def drop_staged_runs() -> None:
-    """As the sweeper does to a staged run whose token expired: the confirmation then
-    has to make the run from the staged file."""
+    """As the sweeper does to a staged run whose token expired."""
     Run.objects.filter(status=Run.Status.STAGED).delete()
-
-
-def rewrite(path: Path, data: bytes) -> None:
-    """Write `path` again; its time moves on by a millisecond at least, whatever the
-    clock's resolution, as it would for any later write."""
-    before = path.stat().st_mtime_ns
-    path.write_bytes(data)
-    os.utime(path, ns=(before, max(path.stat().st_mtime_ns, before + 1_000_000)))
 
 
 def refuse_to_read(*_args: Any, **_kwargs: Any) -> Any:
@@ -74,8 +63,7 @@ def test_confirm_starts_the_run_stored_at_upload_and_reads_nothing_again(
     token = hold(client, samples_file, humaneval.pk)
     staged = Run.objects.get()
     assert (staged.status, Sample.objects.filter(run=staged).count()) == (Run.Status.STAGED, 4)
-    for name in ("uploads.read_samples", "uploads.check_language", "uploads.check_from_json",
-                 "services._insert_samples"):
+    for name in ("uploads.SampleReader", "uploads.check_language", "services._insert_samples"):
         monkeypatch.setattr(f"webapp.runs.{name}", refuse_to_read)
 
     response, messages = confirm(client, token)
@@ -85,7 +73,7 @@ def test_confirm_starts_the_run_stored_at_upload_and_reads_nothing_again(
     assert (run.pk, run.status) == (staged.pk, Run.Status.QUEUED)
     assert run.created_at >= staged.created_at, "created when it was started"
     assert (run.name, run.model_name, run.team) == ("held", "m", personas.team)
-    assert staged_files() == [], "the staged file and its check are gone once used"
+    assert files_left_by_uploads() == []
 
 
 def test_a_second_confirmation_starts_nothing_more(personas, humaneval, samples_file, unsent):
@@ -100,61 +88,71 @@ def test_a_second_confirmation_starts_nothing_more(personas, humaneval, samples_
     assert Run.objects.count() == 1
 
 
-def test_without_its_staged_run_confirm_uses_the_check_made_at_upload(
-        personas, humaneval, samples_file, unsent, monkeypatch):
+def test_the_upload_waits_in_the_database_not_on_the_web_hosts_disk(
+        personas, humaneval, samples_file, unsent):
+    token = hold(client_for(personas.owner), samples_file, humaneval.pk)
+
+    assert files_left_by_uploads() == [], "no staged file, no check beside it"
+    staged = Run.objects.get(status=Run.Status.STAGED)
+    assert Sample.objects.filter(run=staged).count() == staged.samples_total == 4
+    assert Chunk.objects.filter(run=staged).count() == staged.chunks_total
+    assert staged.coverage["samples_total"] == 4
+    # The token names the run, and nothing on any one machine.
+    payload = signing.loads(token, salt="webapp.runs.staged-upload")
+    assert payload["run"] == staged.pk
+    assert not any(isinstance(value, str) and ("/" in value or ".jsonl" in value)
+                   for value in payload.values())
+
+
+def test_a_purged_staged_run_cannot_be_confirmed(personas, humaneval, samples_file, unsent):
     client = client_for(personas.owner)
     token = hold(client, samples_file, humaneval.pk)
     drop_staged_runs()
-    staged = [path for path in staged_files() if path.name.endswith(".check.json")]
-    assert len(staged) == 1, "the check is kept beside the staged file"
-    # From here on, parsing the file or checking its language would fail.
-    monkeypatch.setattr("webapp.runs.uploads.read_samples", refuse_to_read)
-    monkeypatch.setattr("webapp.runs.uploads.check_language", refuse_to_read)
-
-    response, messages = confirm(client, token)
-
-    run = Run.objects.get()
-    assert (response.status_code, response["Location"]) == (302, f"/runs/{run.pk}/"), messages
-    assert run.file_sha256 == hashlib.sha256(samples_file.read_bytes()).hexdigest()
-    assert run.file_size == samples_file.stat().st_size
-    assert (run.name, run.model_name, run.team) == ("held", "m", personas.team)
-    assert run.samples_total == Sample.objects.filter(run=run).count() == 4
-    assert run.coverage["samples_total"] == 4
-    assert staged_files() == [], "the staged file and its check are gone once used"
-
-
-def test_a_staged_file_changed_after_its_check_is_refused(personas, humaneval, samples_file,
-                                                          unsent):
-    client = client_for(personas.owner)
-    token = hold(client, samples_file, humaneval.pk)
-    drop_staged_runs()  # what matters only when the run is made from the file
-    (staged,) = [path for path in staged_files() if path.name.endswith(".jsonl")]
-    # Same size, other bytes: what an edit in place looks like.
-    data = bytearray(staged.read_bytes())
-    data[-2:] = b"  "
-    rewrite(staged, bytes(data))
-
-    response, messages = confirm(client, token)
-
-    assert (response.status_code, response["Location"]) == (302, "/runs/new/")
-    assert messages == ["The staged file changed after it was checked, so it cannot be "
-                        "trusted; upload it again."]
-    assert Run.objects.count() == 0
-    assert staged_files() == []
-
-
-def test_a_changed_check_beside_the_file_is_refused(personas, humaneval, samples_file, unsent):
-    client = client_for(personas.owner)
-    token = hold(client, samples_file, humaneval.pk)
-    drop_staged_runs()  # what matters only when the run is made from the file
-    (check,) = [path for path in staged_files() if path.name.endswith(".check.json")]
-    rewrite(check, check.read_bytes().replace(b'"HumanEval/0"', b'"HumanEval/9"'))
 
     response, messages = confirm(client, token)
 
     assert response["Location"] == "/runs/new/"
-    assert "changed after it was checked" in messages[0]
+    assert messages == ["That upload has expired or was already used; upload it again."]
     assert Run.objects.count() == 0
+
+
+def test_cancel_deletes_the_staged_run_at_once(personas, humaneval, samples_file, unsent):
+    client = client_for(personas.owner)
+    token = hold(client, samples_file, humaneval.pk)
+    assert Sample.objects.count() == 4
+
+    response, messages = cancel(client, token)
+
+    assert (response.status_code, response["Location"]) == (302, "/runs/new/")
+    assert messages == ["The upload was cancelled; nothing of it was kept."]
+    assert (Run.objects.count(), Sample.objects.count(), Chunk.objects.count()) == (0, 0, 0)
+    assert files_left_by_uploads() == []
+    # Its token is spent.
+    assert confirm(client, token)[1][-1] == (
+        "That upload has expired or was already used; upload it again.")
+
+
+def test_the_confirm_page_cancels_by_post_with_its_token(personas, humaneval, samples_file):
+    with samples_file.open("rb") as handle:
+        response = client_for(personas.owner).post(
+            "/runs/new/", {"file": handle, "dataset": str(humaneval.pk), "visibility": "team"})
+    page = response.content.decode()
+    token = response.context["confirm"].initial["token"]
+    form = page[page.index('<form method="post" action="/runs/new/confirm/">'):]
+    form = form[:form.index("</form>")]
+    assert 'formaction="/runs/new/cancel/"' in form, "Cancel posts the same form elsewhere"
+    assert f'value="{token}"' in form
+    assert 'href="/runs/new/"' not in form, "no longer a link that leaves the run behind"
+
+
+def test_another_user_cannot_cancel_an_upload(personas, humaneval, samples_file, unsent):
+    token = hold(client_for(personas.owner), samples_file, humaneval.pk)
+
+    _, messages = cancel(client_for(personas.teammate), token)
+
+    assert messages == ["That upload has expired or was already used; upload it again."]
+    assert Run.objects.filter(status=Run.Status.STAGED).count() == 1
+    assert confirm(client_for(personas.owner), token)[0]["Location"].startswith("/runs/")
 
 
 def test_an_altered_token_is_refused(personas, humaneval, samples_file, unsent):
@@ -192,5 +190,5 @@ def test_another_users_token_is_refused(personas, humaneval, samples_file, unsen
     assert response["Location"] == "/runs/new/"
     assert messages == ["That upload has expired or was already used; upload it again."]
     assert started_runs() == 0
-    assert staged_files(), "the owner may still confirm it"
+    assert Run.objects.filter(status=Run.Status.STAGED).exists(), "the owner may still confirm"
     assert confirm(client_for(personas.owner), token)[0]["Location"].startswith("/runs/")

@@ -111,6 +111,7 @@ def test_other_language_and_compile_errors_are_held_until_the_owner_confirms(
     verification = run_verification(run=run)
     assert verification.held
     assert set(verification.review) == {"compile_errors", "language_mismatch"}
+    assert {"not_held", "language_check"} <= set(verification.failed)
 
     page = _board(personas.owner)
     assert f'id="cell-{run.pk}-1"' not in page
@@ -165,8 +166,13 @@ def test_compile_errors_alone_hold_a_run_in_the_right_language(personas, dataset
     verification = run_verification(run=run)
     assert set(verification.review) == {"compile_errors"}
     assert verification.held
+    # Held is never verified, and the page says which condition fails.
+    assert not verification.verified
+    assert verification.failed["not_held"].startswith("held for review: ")
     page = client_for(personas.teammate).get(run.get_absolute_url())
     text = html.unescape(page.content.decode())
+    assert "✗ not verified" in text
+    assert "✓ verified" not in text
     assert "Held off the leaderboards for review" in text
     assert 'id="confirm-listing-button"' in text
     answer = client_for(personas.teammate).post(f"/runs/{run.pk}/leaderboards/",

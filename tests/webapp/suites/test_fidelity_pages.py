@@ -205,6 +205,7 @@ def test_filing_a_candidate_shows_the_exact_entry_first(personas, suite_variants
     ({"kind": "wrong_test", "defect": "x", "detect_field": "record",
       "detect_contains": "a"}, "Choose where the text is"),
     ({"kind": "wrong_test", "defect": "x" * 2001}, "under 2000 characters"),
+    ({"kind": "wrong_test", "defect": "a\u0000b"}, "NUL characters are not allowed"),
 ])
 def test_filing_refuses_bad_drafts(personas, suite_variants, two_models, form, message):
     url = f"/suites/fidelity/propose/{suite_variants['ar'].pk}/2/"

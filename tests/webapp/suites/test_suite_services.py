@@ -10,8 +10,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from tests.webapp.suites.conftest import EN_TASKS, as_upload, canonical_records
-from tests.webapp.support import RIGHT_0, WRONG_0, write_jsonl
-from webapp.runs.intake import staging_dir
+from tests.webapp.support import RIGHT_0, WRONG_0, files_left_by_uploads, write_jsonl
 from webapp.runs.models import Run
 from webapp.suites.models import SuiteRun
 from webapp.suites.selectors import (
@@ -54,7 +53,7 @@ def test_canonical_solutions_give_a_suite_where_every_variant_passes(
     assert all(cell.c == cell.n == 1 for cell in cells)
     assert all(row.disagreement == 0.0 for row in grid.rows)
     assert grid.disagreeing == 0
-    assert not list(staging_dir().iterdir()), "staged copies must be removed"
+    assert not files_left_by_uploads(), "staged copies must be removed"
 
 
 def test_one_invalid_file_creates_nothing_and_names_its_problems(
@@ -78,7 +77,7 @@ def test_one_invalid_file_creates_nothing_and_names_its_problems(
     assert errors
     assert errors[0].line == 2
     assert "HumanEval/999" in errors[0].message
-    assert not list(staging_dir().iterdir()), "a refused set must leave no staged file"
+    assert not files_left_by_uploads(), "a refused set must leave no staged file"
 
 
 def test_a_wrong_extension_is_checked_like_a_single_upload(

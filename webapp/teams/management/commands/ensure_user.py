@@ -1,6 +1,7 @@
 """`python manage.py ensure_user NAME --password P [--token-name N]`: for set-up scripts.
 
-Creates the account (with its personal team) if it does not exist and sets its password;
+Creates the account (with its personal team) if it does not exist and sets its password
+when it differs (so that signed-in browsers stay signed in across restarts);
 with --token-name, issues a new API token and prints it.
 """
 
@@ -26,7 +27,9 @@ class Command(BaseCommand):
         user = User.objects.filter(username=options["username"]).first()
         if user is None:
             user = user_sign_up(username=options["username"], password=options["password"])
-        else:
+        elif not user.check_password(options["password"]):
+            # Only a new password is stored: hashing the same one again (a fresh salt) would
+            # change the session hash and sign every browser out at each `make run`.
             user.set_password(options["password"])
             user.save(update_fields=["password"])
         if options["token_name"]:
