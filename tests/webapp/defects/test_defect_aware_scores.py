@@ -22,18 +22,14 @@ and pass@2: 0.5, 0.75, 0.5.
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
-import evaluator.defects as registry_module
 from evaluator.metrics import curve_with_ci
 from tests.webapp.support import CRASH_1, RIGHT_0, WRONG_0, client_for, write_jsonl
-from webapp.defects import scores as scores_module
 from webapp.defects.models import QUEUED_PATIENCE, PatchedScoring
 from webapp.defects.scores import run_three_way
 from webapp.defects.services import patched_scoring_run
@@ -54,9 +50,8 @@ def _entry(defect_id: str, task_id: str, kind: str, **more) -> dict[str, Any]:
 
 
 @pytest.fixture
-def test_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    path = tmp_path / "registry.json"
-    path.write_text(json.dumps({"version": "test-7", "defects": [
+def test_registry(install_registry):
+    return install_registry("test-7", [
         _entry("t-1-vacuous", "HumanEval/1", "vacuous_test", patch={
             "description": "Check nothing.",
             "edits": [{"field": "test", "old": "def check(candidate):\n",
@@ -66,16 +61,7 @@ def test_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         _entry("t-0-elsewhere", "HumanEval/0", "wrong_test",
                detect={"field": "test", "contains": "text that is not in this copy"}),
         _entry("t-star", "*", "harness_behaviour"),
-    ]}), encoding="utf-8")
-    registry = registry_module.load_registry(path)
-    # The evaluator (which applies the patches) and the scores both read this registry.
-    monkeypatch.setattr(registry_module, "load_registry", lambda *args: registry)
-    monkeypatch.setattr(scores_module, "load_registry", lambda *args: registry)
-    scores_module._cache.clear()
-    scores_module._scores_cache.clear()
-    yield registry
-    scores_module._cache.clear()
-    scores_module._scores_cache.clear()
+    ])
 
 
 def _run(personas, dataset, tmp_path, capture, *, name: str, answers: dict[int, list[str]],

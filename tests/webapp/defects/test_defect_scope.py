@@ -6,15 +6,11 @@ run, a cosmetic entry nothing of any run (issue 22: a C++ hidden-test run lost H
 from __future__ import annotations
 
 import hashlib
-import json
-from pathlib import Path
 
 import pytest
 
-import evaluator.defects as registry_module
 from evaluator.defects import load_registry, parse_defect
 from tests.webapp.support import RIGHT_0, WRONG_0, write_jsonl
-from webapp.defects import scores as scores_module
 from webapp.defects.scores import run_defects, run_three_way
 from webapp.runs.models import Run
 from webapp.runs.services import run_create
@@ -51,20 +47,9 @@ def test_no_missing_example_test_of_the_registry_touches_a_hidden_test_run():
 
 
 @pytest.fixture
-def scoped_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    path = tmp_path / "registry.json"
-    path.write_text(json.dumps({"version": "scope-1", "defects": [
-        _entry("HumanEval/0", "missing_example_test"),
-        _entry("HumanEval/1", "wrong_test"),
-    ]}), encoding="utf-8")
-    registry = registry_module.load_registry(path)
-    monkeypatch.setattr(registry_module, "load_registry", lambda *args: registry)
-    monkeypatch.setattr(scores_module, "load_registry", lambda *args: registry)
-    scores_module._cache.clear()
-    scores_module._scores_cache.clear()
-    yield registry
-    scores_module._cache.clear()
-    scores_module._scores_cache.clear()
+def scoped_registry(install_registry):
+    return install_registry("scope-1", [_entry("HumanEval/0", "missing_example_test"),
+                                        _entry("HumanEval/1", "wrong_test")])
 
 
 def test_excluding_leaves_out_only_the_problems_whose_defect_touches_the_run(
