@@ -60,6 +60,8 @@ class Stack:
     """Children that end by themselves (the doctor at start-up): stopped with the others,
     never started again, and their end does not stop the stack."""
     _worker_queues: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _spawning: bool = False
+    _stop_deferred: bool = False
 
     @property
     def url(self) -> str:
@@ -101,9 +103,13 @@ class Stack:
             output = None
         # Each child leads its own process group, so stopping it also stops its pool. Ctrl-C
         # waits until the child is on record: one started but not yet known would be left.
-        # A child inherits the blocked mask through exec, and would then never see the
-        # SIGTERM that `stop` sends: it unblocks both before it becomes the program.
+        # Blocking the signals covers this thread; a signal that another thread (the
+        # doctor's reader) takes still runs its handler here, so `stopped_on_signal` defers
+        # it while `_spawning` is set. A child inherits the blocked mask through exec, and
+        # would then never see the SIGTERM that `stop` sends: it unblocks both before it
+        # becomes the program.
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        self._spawning = True
         try:
             (self.helpers if helper else self.processes)[name] = subprocess.Popen(
                 [sys.executable, "-c", _UNBLOCK_AND_EXEC, *argv],
@@ -113,6 +119,10 @@ class Stack:
             )
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            self._spawning = False
+        if self._stop_deferred:
+            self._stop_deferred = False
+            raise KeyboardInterrupt
 
     def start_worker(self, name: str = "worker", queues: tuple[str, ...] | None = None) -> None:
         """A Celery worker serving `queues` (all of them by default); several workers with
@@ -208,6 +218,9 @@ class Stack:
         background by a shell inherits SIGINT *ignored*, and Python then installs no
         handler, so `bin/serve` would never stop on it."""
         def terminate(_signum: int, _frame: object) -> None:
+            if self._spawning:
+                self._stop_deferred = True  # raised once the child is on record
+                return
             raise KeyboardInterrupt
 
         previous = {number: signal.signal(number, terminate)

@@ -8,13 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from webapp.stack import REPO_ROOT, free_port
+from webapp.stack import REPO_ROOT, Stack, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -117,3 +118,34 @@ def test_serve_stops_every_process_it_started(tmp_path, when, signals):
         for left_behind in _children_of(var_dir):  # so that a failure leaves nothing running
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(left_behind.split(":")[0]), signal.SIGKILL)
+
+
+def test_a_stop_signal_another_thread_takes_while_a_child_starts_leaves_nothing(tmp_path):
+    """`bin/serve` reads the doctor's report in a thread. While the main thread starts a
+    child it blocks the stop signals, so the kernel hands one to that thread instead; its
+    handler still runs in the main thread, in the middle of starting the child. The child
+    must be on record all the same, and stopped with the rest."""
+    marker = f"stack-spawn-race-{os.getpid()}-{time.monotonic_ns()}"
+    stack = Stack(log_dir=tmp_path)
+
+    def signal_from_this_thread() -> None:
+        while not stack._spawning:
+            time.sleep(0)
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+    firing = threading.Thread(target=signal_from_this_thread)
+    firing.start()
+    with stack.stopped_on_signal():
+        stack._spawn("sleeper", [sys.executable, "-c", "import time; time.sleep(600)", marker])
+        time.sleep(60)  # interrupted by the signal: never slept through
+    firing.join()
+    left = [entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()
+            and marker.encode() in _read_or_empty(entry / "cmdline")]
+    assert not left, left
+
+
+def _read_or_empty(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
