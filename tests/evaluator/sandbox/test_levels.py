@@ -213,10 +213,10 @@ def test_auto_with_calibration_off_reports_its_choice_on_the_backend(
 
 def test_a_calibration_on_a_busy_machine_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(calibration.CALIBRATION_ENV, raising=False)
-    busy = Calibration(**{**a_calibration(strict=0.5, standard=1.7).to_dict(),
-                          "load_average": 99.0})
+    busy = _busy(a_calibration(strict=0.5, standard=1.7))
     decision = decide(WORKING, {}, calibrate=lambda backends: busy)
     assert "(calibrated 2026-11-24, at load 99 on " in decision.reason
+    assert "measured again when the machine is quiet" in decision.reason
     quiet = decide(WORKING, {}, calibrate=lambda backends: a_calibration(strict=0.5,
                                                                         standard=1.7))
     assert quiet.reason.endswith("(calibrated 2026-11-24)")
@@ -238,6 +238,38 @@ def test_a_calibration_is_measured_once_and_then_read_from_the_cache(tmp_path: P
     assert first.key == calibration.machine_key(list(levels))
     stored = json.loads((tmp_path / f"{first.key}.json").read_text())
     assert stored["ratios"] == {"strict": 0.5, "standard": 1.7}
+
+
+def _busy(calibration_: Calibration) -> Calibration:
+    return Calibration(**{**calibration_.to_dict(), "load_average": 99.0})
+
+
+def test_a_busy_calibration_is_measured_again_once_the_machine_is_quiet(tmp_path: Path) -> None:
+    levels = {"strict": WORKING["strict"], "standard": WORKING["standard"]}
+    runs: list[str] = []
+
+    def busy(backends: Mapping[str, Backend]) -> Calibration:
+        runs.append("busy")
+        return _busy(a_calibration(strict=1.2, standard=2.5))
+
+    def quiet(backends: Mapping[str, Backend]) -> Calibration:
+        runs.append("quiet")
+        return a_calibration(strict=0.7, standard=2.2)
+
+    first = calibration.calibrated(levels, measure_with=busy, directory=tmp_path,
+                                   machine_load=lambda: 99.0)
+    assert first.busy
+    # Still busy: the busy measurement stands; nothing is measured again.
+    assert calibration.calibrated(levels, measure_with=busy, directory=tmp_path,
+                                  machine_load=lambda: 99.0) == first
+    # Quiet: measured again, and the quiet measurement replaces it for good.
+    settled = calibration.calibrated(levels, measure_with=quiet, directory=tmp_path,
+                                     machine_load=lambda: 0.1)
+    assert settled.ratios == {"strict": 0.7, "standard": 2.2}
+    assert not settled.busy
+    assert calibration.calibrated(levels, measure_with=busy, directory=tmp_path,
+                                  machine_load=lambda: 99.0) == settled
+    assert runs == ["busy", "quiet"]
 
 
 def test_the_cache_key_follows_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
