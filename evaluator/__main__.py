@@ -27,7 +27,15 @@ from evaluator.datasets import Dataset, DatasetError, load_dataset
 from evaluator.engine import Engine, EngineConfig, SqliteCache
 from evaluator.gzip_limit import DEFAULT_MAX_EXPANDED_BYTES
 from evaluator.manifest import build_manifest, file_sha256
-from evaluator.metrics import MetricError, curve_with_ci, mean_pct_pass, reportable_ks
+from evaluator.metrics import (
+    ALL_OF_K,
+    ANY_OF_K,
+    MetricError,
+    curve_with_ci,
+    mean_pct_pass,
+    metric_label,
+    reportable_ks,
+)
 from evaluator.profiles import (
     DEFAULT_TIME_LIMIT,
     PROFILES,
@@ -160,10 +168,12 @@ def _summary(dataset: Dataset, samples: Sequence[Sample], results: Sequence[Samp
     c = [sum(r.passed for r in per_task[t]) for t in tasks]
     ks = reportable_ks(n, wanted) if n else []
     pass_at: dict[str, Any] = {}
+    pass_hat: dict[str, Any] = {}
     if ks:
-        for point in curve_with_ci(n, c, ks, task_ids=tasks):
-            pass_at[f"pass@{point.k}"] = {"value": point.value, "low": point.low,
-                                          "high": point.high}
+        for metric, points in ((ANY_OF_K, pass_at), (ALL_OF_K, pass_hat)):
+            for point in curve_with_ci(n, c, ks, task_ids=tasks, metric=metric):
+                points[metric_label(metric, point.k)] = {
+                    "value": point.value, "low": point.low, "high": point.high}
     skipped = [k for k in wanted if k not in ks]
     pct = mean_pct_pass([
         [(sum(t.status == "passed" for t in r.tests), len(r.tests)) for r in per_task[t]]
@@ -180,6 +190,7 @@ def _summary(dataset: Dataset, samples: Sequence[Sample], results: Sequence[Samp
         "problems_in_dataset": len(dataset.problems),
         "samples_per_task": {"min": min(n, default=0), "max": max(n, default=0)},
         "pass_at_k": pass_at,
+        "pass_hat_k": pass_hat,
         "k_not_reportable": skipped,
         "mean_pct_tests_passed": pct,
         "statuses": {s: statuses.get(s, 0) for s in STATUSES},
@@ -220,7 +231,7 @@ def _print_summary(summary: dict[str, Any], out: IO[str]) -> None:
     out.write(f"samples     {summary['samples']} over {summary['problems_attempted']} of "
               f"{summary['problems_in_dataset']} problems, n per problem "
               f"{summary['samples_per_task']['min']}–{summary['samples_per_task']['max']}\n")
-    for name, point in summary["pass_at_k"].items():
+    for name, point in [*summary["pass_at_k"].items(), *summary.get("pass_hat_k", {}).items()]:
         out.write(f"{name:<11} {point['value']:.4f}  (95% CI {point['low']:.4f}–"
                   f"{point['high']:.4f})\n")
     if summary["k_not_reportable"]:
@@ -339,7 +350,7 @@ def command_evaluate(args: argparse.Namespace) -> int:
     causes = infrastructure_causes(results)
     if causes:
         # Not one of these is a verdict: no score is published over them.
-        summary["pass_at_k"] = {}
+        summary["pass_at_k"] = summary["pass_hat_k"] = {}
         summary["infrastructure_failures"] = {"samples": sum(causes.values()),
                                               "causes": dict(causes.most_common(5))}
     if args.json:
@@ -548,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("evaluate", help="evaluate a generations file")
     evaluate.add_argument("--samples", required=True, help=".jsonl or .jsonl.gz generations")
     _add_common(evaluate)
-    evaluate.add_argument("--k", default="1,10,100", help="pass@k values to report")
+    evaluate.add_argument("--k", default="1,10,100", help="the k of pass@k and pass^k to report")
     evaluate.add_argument("--results", help="where to write per-sample results (.jsonl)")
     evaluate.add_argument(
         "--sanitize", action=argparse.BooleanOptionalAction, default=None,

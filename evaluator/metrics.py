@@ -28,6 +28,19 @@ class MetricError(ValueError):
     """The inputs do not define the requested metric."""
 
 
+ANY_OF_K = "pass@k"
+ALL_OF_K = "pass^k"
+METRICS = (ANY_OF_K, ALL_OF_K)
+"""pass@k: the chance that at least one of k samples passes (Chen et al. 2021). pass^k:
+the chance that all k of k samples pass, a model's reliability (Yao et al. 2024,
+"τ-bench"), estimated without bias as C(c, k) / C(n, k)."""
+
+
+def metric_label(metric: str, k: int) -> str:
+    """"pass@10", "pass^10"."""
+    return metric.replace("k", str(k))
+
+
 @dataclass(frozen=True)
 class PassAtK:
     k: int
@@ -87,6 +100,23 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1, dtype=np.float64)))
 
 
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k of one problem from n samples of which c passed: the chance that
+    k samples drawn without replacement all pass, C(c, k) / C(n, k). Refuses k > n, as
+    `pass_at_k` does."""
+    n, c, k = _as_int(n, "n"), _as_int(c, "c"), _as_int(k, "k")
+    _check_counts(n, c)
+    if k < 1:
+        raise MetricError(f"k must be at least 1, got {k}")
+    if k > n:
+        raise MetricError(f"pass^{k} needs at least {k} samples, got n={n}")
+    if c < k:
+        return 0.0
+    # C(c, k) / C(n, k) = prod_{j=0}^{k-1} (c - j) / (n - j): no coefficient overflows.
+    j = np.arange(k, dtype=np.float64)
+    return float(np.prod((c - j) / (n - j)))
+
+
 def _int_vector(values: object, name: str) -> IntArray:
     array = np.asarray(values)
     if array.ndim != 1:
@@ -137,7 +167,27 @@ def _failure_ratios(n: IntArray, c: IntArray, k_max: int) -> FloatArray:
     return ratios
 
 
-def _check_ks(ks: Sequence[int], n: IntArray, task_ids: Sequence[str] | None) -> list[int]:
+def _success_ratios(n: IntArray, c: IntArray, k_max: int) -> FloatArray:
+    """C(c, k) / C(n, k) for every problem (rows) and every k in 1..k_max (columns), as
+    prod_{j=0}^{k-1} (c-j) / (n-j); once c-j reaches zero the product stays zero."""
+    j = np.arange(k_max, dtype=np.int64)
+    numerators: FloatArray = np.clip(c[:, None] - j, 0, None).astype(np.float64)
+    denominators: FloatArray = (n[:, None] - j).astype(np.float64)
+    ratios: FloatArray = np.cumprod(numerators / denominators, axis=1, dtype=np.float64)
+    return ratios
+
+
+def _per_problem_scores(n: IntArray, c: IntArray, k_max: int, metric: str) -> FloatArray:
+    """Every problem's `metric` for k in 1..k_max (columns)."""
+    if metric == ANY_OF_K:
+        return 1.0 - _failure_ratios(n, c, k_max)
+    if metric == ALL_OF_K:
+        return _success_ratios(n, c, k_max)
+    raise MetricError(f"unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
+
+
+def _check_ks(ks: Sequence[int], n: IntArray, task_ids: Sequence[str] | None,
+              metric: str = ANY_OF_K) -> list[int]:
     checked = sorted({_as_int(k, "k") for k in ks})
     if not checked:
         raise MetricError("no k requested")
@@ -146,7 +196,8 @@ def _check_ks(ks: Sequence[int], n: IntArray, task_ids: Sequence[str] | None) ->
     short = np.flatnonzero(n < checked[-1])
     if short.size:
         raise MetricError(
-            f"pass@{checked[-1]} needs at least {checked[-1]} samples per problem; "
+            f"{metric_label(metric, checked[-1])} needs at least {checked[-1]} samples per "
+            "problem; "
             f"too few in {short.size} problem(s): {_describe(short, task_ids)}"
         )
     return checked
@@ -157,23 +208,26 @@ def _check_task_ids(task_ids: Sequence[str] | None, problems: int) -> None:
         raise MetricError(f"{len(task_ids)} task ids for {problems} problems")
 
 
-def pass_at_k_array(n: npt.ArrayLike, c: npt.ArrayLike, k: int) -> FloatArray:
-    """Per-problem pass@k; `n` may be a scalar shared by all problems."""
+def pass_at_k_array(n: npt.ArrayLike, c: npt.ArrayLike, k: int, *,
+                    metric: str = ANY_OF_K) -> FloatArray:
+    """Per-problem pass@k (or pass^k); `n` may be a scalar shared by all problems."""
     n_array, c_array = _counts(n, c)
-    (k,) = _check_ks([k], n_array, None)
-    return 1.0 - _failure_ratios(n_array, c_array, k)[:, k - 1]
+    (k,) = _check_ks([k], n_array, None, metric)
+    return _per_problem_scores(n_array, c_array, k, metric)[:, k - 1]
 
 
 def _per_problem_matrix(
-    n: Sequence[int], c: Sequence[int], ks: Sequence[int] | None, task_ids: Sequence[str] | None
+    n: Sequence[int], c: Sequence[int], ks: Sequence[int] | None, task_ids: Sequence[str] | None,
+    metric: str = ANY_OF_K,
 ) -> tuple[list[int], FloatArray]:
     n_array, c_array = _counts(n, c)
     _check_task_ids(task_ids, n_array.size)
-    wanted = _check_ks(ks if ks is not None else [int(n_array.min())], n_array, task_ids)
+    wanted = _check_ks(ks if ks is not None else [int(n_array.min())], n_array, task_ids,
+                       metric)
     if ks is None:
         wanted = list(range(1, wanted[-1] + 1))
-    ratios = _failure_ratios(n_array, c_array, wanted[-1])
-    return wanted, 1.0 - ratios[:, [k - 1 for k in wanted]]
+    scores = _per_problem_scores(n_array, c_array, wanted[-1], metric)
+    return wanted, scores[:, [k - 1 for k in wanted]]
 
 
 def pass_at_k_curve(
@@ -182,13 +236,15 @@ def pass_at_k_curve(
     ks: Sequence[int] | None = None,
     *,
     task_ids: Sequence[str] | None = None,
+    metric: str = ANY_OF_K,
 ) -> dict[int, float]:
-    """Mean pass@k over problems for each k (default: 1..min(n)), keyed by k in ascending order.
+    """Mean pass@k (or pass^k) over problems for each k (default: 1..min(n)), keyed by k in
+    ascending order.
 
     Problems may have different n; a k above some problem's n is refused, and the error names
     those problems (by `task_ids` when given, else by position).
     """
-    wanted, matrix = _per_problem_matrix(n, c, ks, task_ids)
+    wanted, matrix = _per_problem_matrix(n, c, ks, task_ids, metric)
     means = matrix.mean(axis=0)
     return {k: float(means[i]) for i, k in enumerate(wanted)}
 
@@ -281,6 +337,7 @@ def curve_with_ci(
     resamples: int = 2000,
     seed: int = 0,
     task_ids: Sequence[str] | None = None,
+    metric: str = ANY_OF_K,
 ) -> list[PassAtK]:
     """`pass_at_k_curve` with a bootstrap interval per k, ascending in k.
 
@@ -288,7 +345,7 @@ def curve_with_ci(
     `bootstrap_ci` of that k's per-problem scores with the same seed.
     """
     _check_bootstrap(confidence, resamples)
-    wanted, matrix = _per_problem_matrix(n, c, ks, task_ids)
+    wanted, matrix = _per_problem_matrix(n, c, ks, task_ids, metric)
     low, high = _percentiles(_bootstrap_means(matrix, resamples, seed), confidence)
     values = matrix.mean(axis=0)
     return [
@@ -312,9 +369,11 @@ def pass_at_k_with_ci(
     resamples: int = 2000,
     seed: int = 0,
     task_ids: Sequence[str] | None = None,
+    metric: str = ANY_OF_K,
 ) -> PassAtK:
     (result,) = curve_with_ci(
-        n, c, [k], confidence=confidence, resamples=resamples, seed=seed, task_ids=task_ids
+        n, c, [k], confidence=confidence, resamples=resamples, seed=seed, task_ids=task_ids,
+        metric=metric,
     )
     return result
 

@@ -55,6 +55,7 @@ def test_writes_one_result_per_sample_in_input_order(samples_file: Path, tmp_pat
     assert all(t["status"] == "passed" for t in rows[0]["tests"])
     assert "pass@1" in proc.stdout
     assert "pass@2" in proc.stdout
+    assert "pass^2" in proc.stdout
     assert "WARNING" in proc.stderr  # the none backend says so every time
 
 
@@ -66,6 +67,10 @@ def test_json_summary_reports_pass_at_k_and_statuses(samples_file: Path, tmp_pat
     summary = json.loads(proc.stdout)
     assert summary["pass_at_k"]["pass@1"]["value"] == pytest.approx(0.5)
     assert summary["pass_at_k"]["pass@2"]["value"] == pytest.approx(1.0)
+    # One pass and one failure per problem: a draw of 1 passes half the time, a draw of
+    # both never passes whole.
+    assert summary["pass_hat_k"]["pass^1"]["value"] == pytest.approx(0.5)
+    assert summary["pass_hat_k"]["pass^2"]["value"] == pytest.approx(0.0)
     assert summary["k_not_reportable"] == [10]
     assert summary["statuses"]["passed"] == 3
     assert summary["samples"] == 6

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluator.metrics import (
+    ALL_OF_K,
     MetricError,
     PassAtK,
     bootstrap_ci,
@@ -21,6 +23,7 @@ from evaluator.metrics import (
     pass_at_k_array,
     pass_at_k_curve,
     pass_at_k_with_ci,
+    pass_hat_k,
     reportable_ks,
     statistically_tied,
 )
@@ -459,3 +462,62 @@ def test_mean_pct_pass_weighs_problems_equally() -> None:
 def test_mean_pct_pass_refuses_malformed_counts(tests_passed: list[list[tuple[int, int]]]) -> None:
     with pytest.raises(MetricError):
         mean_pct_pass(tests_passed)
+
+
+# pass^k: the chance that all k of k samples pass
+
+
+def brute_force_pass_hat_k(n: int, c: int, k: int) -> Fraction:
+    """Every way to draw k of the n samples (the first c pass), counted."""
+    draws = list(itertools.combinations(range(n), k))
+    return Fraction(sum(all(sample < c for sample in draw) for draw in draws), len(draws))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 12).flatmap(
+    lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))
+def test_pass_hat_k_is_the_share_of_all_k_draws_that_all_pass(case: tuple[int, int, int]) -> None:
+    n, c, k = case
+    exact = float(brute_force_pass_hat_k(n, c, k))
+    assert pass_hat_k(n, c, k) == pytest.approx(exact, abs=1e-12, rel=0)
+    assert float(pass_at_k_array([n], [c], k, metric=ALL_OF_K)[0]) == pytest.approx(
+        exact, abs=1e-12, rel=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 400).flatmap(
+    lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))
+def test_pass_hat_k_matches_the_binomial_ratio_at_any_size(case: tuple[int, int, int]) -> None:
+    n, c, k = case
+    exact = Fraction(math.comb(c, k), math.comb(n, k))
+    assert pass_hat_k(n, c, k) == pytest.approx(float(exact), abs=1e-12, rel=1e-9)
+
+
+def test_pass_hat_k_and_pass_at_k_agree_at_k_1_and_part_beyond() -> None:
+    for n, c in [(1, 0), (1, 1), (10, 3), (200, 37)]:
+        assert pass_hat_k(n, c, 1) == pytest.approx(pass_at_k(n, c, 1))
+    # More samples asked to all pass is never likelier: the curve falls as k grows.
+    curve = pass_at_k_curve([10, 10, 10], [10, 7, 2], metric=ALL_OF_K)
+    values = list(curve.values())
+    assert values[0] == pytest.approx((10 + 7 + 2) / 30)
+    assert all(later <= earlier for earlier, later in itertools.pairwise(values))
+    assert curve[10] == pytest.approx(1 / 3)  # only the problem that always passes
+
+
+@pytest.mark.parametrize(("n", "c", "k"), [(5, 2, 6), (1, 1, 2)])
+def test_pass_hat_k_refuses_k_above_n_as_pass_at_k_does(n: int, c: int, k: int) -> None:
+    with pytest.raises(MetricError, match=rf"pass\^{k} needs at least {k} samples"):
+        pass_hat_k(n, c, k)
+    with pytest.raises(MetricError, match=rf"pass\^{k} needs at least {k} samples per problem"):
+        curve_with_ci([n, n], [c, c], [k], metric=ALL_OF_K)
+    with pytest.raises(MetricError, match=rf"pass@{k} needs at least {k} samples"):
+        pass_at_k(n, c, k)
+
+
+def test_pass_hat_k_intervals_bracket_their_value_and_an_unknown_metric_is_refused() -> None:
+    points = curve_with_ci([20] * 30, [i % 21 for i in range(30)], [1, 5],
+                           metric=ALL_OF_K)
+    for point in points:
+        assert point.low <= point.value <= point.high
+    with pytest.raises(MetricError, match="unknown metric"):
+        pass_at_k_curve([3], [1], metric="pass~k")
