@@ -13,12 +13,9 @@ from evaluator.records import INFRASTRUCTURE_STATUS
 from webapp.runs.execution import run_finish, run_pause
 from webapp.runs.leases import Heartbeat, lease_end
 from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
+from webapp.runs.scoring import CONFIDENCE, RESAMPLES, SEED
 from webapp.runs.selectors import REPORTED_KS
 from webapp.runs.transient import db_retry
-
-RESAMPLES = 2000
-CONFIDENCE = 0.95
-SEED = 0
 
 
 def problem_interval(n: int, c: int, k: int) -> tuple[float, float]:

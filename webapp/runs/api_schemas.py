@@ -158,7 +158,8 @@ class RunSummary(Schema):
     name: str
     model: str
     model_meta: dict[str, Any]
-    status: Literal["queued", "running", "finished", "failed", "cancelled"]
+    status: Literal["queued", "running", "aggregating", "paused", "finished", "failed",
+                    "cancelled"]
     error: str
     visibility: Visibility
     team: str
@@ -178,6 +179,9 @@ class RunSummary(Schema):
     started_at: str | None
     finished_at: str | None
     pass_at_k: list[PassAtK]
+    pass_hat_k: list[PassAtK] = Field(description="pass^k: the chance that all k of k "
+                                      "samples pass, C(c,k)/C(n,k), for k = 1..min n, with "
+                                      "the same bootstrap intervals as pass_at_k.")
     profile: dict[str, Any]
     profile_comparison: dict[str, Any] | None
     problems: list[ProblemScore] | None = Field(None, description="Absent with ?problems=0.")

@@ -9,6 +9,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
+from evaluator.metrics import ALL_OF_K
 from evaluator.records import STATUSES, SampleResult, Status
 from webapp.runs.events import (
     DurableEvent,
@@ -22,6 +23,7 @@ from webapp.runs.events import (
 )
 from webapp.runs.models import ProblemResult, Run, RunEvent, RunMetric, Sample
 from webapp.runs.profile_reports import run_profiles_json
+from webapp.runs.scoring import curve_points
 from webapp.runs.verified import run_verification
 from webapp.teams.models import Membership
 
@@ -151,6 +153,20 @@ def run_pass_at_k(*, run: Run, ks: tuple[int, ...] | None = REPORTED_KS) -> list
     ]
 
 
+def run_pass_hat_k(*, run: Run, ks: tuple[int, ...] | None = REPORTED_KS) -> list[PassAtKValue]:
+    """pass^k, the chance that all k of k samples pass, with its bootstrap interval,
+    derived from the counts the run's scores were computed from (none before they were)."""
+    rows = list(ProblemResult.objects.filter(run=run).order_by("problem__number")
+                .values_list("task_id", "n", "c"))
+    if not rows:
+        return []
+    task_ids, ns, cs = (list(column) for column in zip(*rows, strict=True))
+    wanted = None if ks is None else [k for k in ks if k <= min(ns)]
+    if wanted == []:
+        return []
+    return curve_points(ns, cs, task_ids=task_ids, metric=ALL_OF_K, ks=wanted)
+
+
 def run_snapshot(*, run: Run) -> SnapshotEvent:
     # The number first: every event after it is sent live, and whatever the state below
     # already shows of such an event, the page applies twice harmlessly.
@@ -271,6 +287,7 @@ def run_summary(*, run: Run, include_problems: bool = True) -> dict[str, Any]:
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "pass_at_k": run_pass_at_k(run=run, ks=None),
+        "pass_hat_k": run_pass_hat_k(run=run, ks=None),
         **run_profiles_json(run=run),
     }
     if include_problems:

@@ -35,6 +35,11 @@ def test_run_json_has_status_progress_pass_at_k_and_problems(
     pass1 = body["pass_at_k"][0]
     assert pass1["value"] == 0.25  # HumanEval/0: 1 of 2; HumanEval/1: 0 of 2.
     assert pass1["low"] <= pass1["value"] <= pass1["high"]
+    # pass^k beside it: one sample alike; both of HumanEval/0's never pass together.
+    assert [m["k"] for m in body["pass_hat_k"]] == [1, 2]
+    assert body["pass_hat_k"][0]["value"] == 0.25
+    assert body["pass_hat_k"][1]["value"] == 0.0
+    assert body["pass_hat_k"][1]["low"] <= 0.0 <= body["pass_hat_k"][1]["high"]
     problems = {p["task_id"]: p for p in body["problems"]}
     assert problems["HumanEval/0"]["n"] == 2
     assert problems["HumanEval/0"]["c"] == 1
