@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from webapp.query_params import BadQuery, query_flag
 from webapp.runs import views
 from webapp.runs.forms import RunEditForm
 from webapp.runs.lifecycle import (
@@ -90,7 +91,11 @@ def run_leaderboards(request: SignedInRequest, run_id: int) -> HttpResponse:
     if listed not in ("0", "1"):
         messages.error(request, "Say listed=1 (put back) or listed=0 (retract).")
         return redirect(run)
-    confirm = request.POST.get("confirm") == "1"
+    try:
+        confirm = query_flag(request.POST, "confirm")
+    except BadQuery as exc:
+        messages.error(request, f"Nothing changed: {exc}.")
+        return redirect(run)
     try:
         changed = run_set_on_leaderboards(user=request.user, run=run, listed=listed == "1",
                                           confirm=confirm)

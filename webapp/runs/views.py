@@ -321,8 +321,13 @@ def cancel(request: SignedInRequest, run_id: int) -> HttpResponse:
 def rerun(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = get_run_for_user(user=request.user, run_id=run_id)
     try:
-        new = run_rerun(user=request.user, run=run,
-                        use_cache=request.POST.get("use_cache", "1") == "1")
+        # Reusing cached verdicts unless told not to; a value that is neither is refused.
+        use_cache = not request.POST.get("use_cache") or query_flag(request.POST, "use_cache")
+    except BadQuery as exc:
+        messages.error(request, f"Nothing was run again: {exc}.")
+        return redirect(run)
+    try:
+        new = run_rerun(user=request.user, run=run, use_cache=use_cache)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
         return redirect(run)

@@ -10,6 +10,7 @@ sent to sign in (pages) or told to authenticate (API).
 
 from __future__ import annotations
 
+import html
 import json
 from datetime import timedelta
 from typing import Any
@@ -676,3 +677,17 @@ def test_a_team_owner_edits_a_run_of_her_team_she_cannot_move_it_out(people, run
         "name": "renamed after leaving", "team": "other", "visibility": "team"})
     assert page.status_code == 302
     assert Run.objects.get(pk=run.pk).name == "renamed after leaving"
+
+
+@pytest.mark.parametrize(("url", "field"), [("leaderboards/", "confirm"), ("rerun/", "use_cache")])
+def test_a_yes_or_no_field_with_another_value_is_refused_and_changes_nothing(people, run, url,
+                                                                           field):
+    client = _page(people, "owner")
+    runs_before = Run.objects.count()
+    response = client.post(f"/runs/{run.pk}/{url}", {"listed": "0", field: "maybe"},
+                           follow=True)
+    assert response.status_code == 200
+    text = html.unescape(response.content.decode())
+    assert f"{field}: expected 1 or 0, got 'maybe'" in text
+    assert Run.objects.count() == runs_before
+    assert Run.objects.get(pk=run.pk).retracted_at is None
