@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import load_average, shared_dir, timed  # noqa: E402
-from bench.webapp_bench import POSTGRES_ADMIN, REDIS_URL, upload, wait_finished  # noqa: E402
+from bench.webapp_bench import services_env, upload, wait_finished  # noqa: E402
 from tests.webapp.services.live_stack import add_user, api  # noqa: E402
 from webapp.stack import Stack, free_port  # noqa: E402
 
@@ -88,17 +88,12 @@ def run_web(mode: str, samples: Path, warm: Path, work: Path, *,
     var = work / f"var-{mode}"
     env = {"WORKBENCH_VAR_DIR": str(var), "DJANGO_SECRET_KEY": secrets.token_urlsafe(40),
            "DATABASE_URL": "", "REDIS_URL": ""}
-    database = admin = None
-    if mode == "services":
-        import psycopg
-        import redis
+    with services_env(env, mode):
+        return _time_upload(env, mode, samples, warm, work, timeout=timeout)
 
-        admin = psycopg.connect(POSTGRES_ADMIN, autocommit=True)
-        database = f"workbench_web_vs_cli_{secrets.token_hex(4)}"
-        admin.execute(f'CREATE DATABASE "{database}"')
-        redis.Redis.from_url(REDIS_URL).flushdb()
-        env["DATABASE_URL"] = POSTGRES_ADMIN.rsplit("/", 1)[0] + f"/{database}"
-        env["REDIS_URL"] = REDIS_URL
+
+def _time_upload(env: dict[str, str], mode: str, samples: Path, warm: Path, work: Path, *,
+                 timeout: float) -> dict[str, Any]:
     # One worker process per core, as `make run` starts it.
     stack = Stack(env=env, port=free_port(), concurrency=os.cpu_count() or 2,
                   log_dir=work / f"logs-{mode}")
@@ -116,8 +111,6 @@ def run_web(mode: str, samples: Path, warm: Path, work: Path, *,
                 "sandbox": body["sandbox"], "statuses": body["progress"]["by_status"]}
     finally:
         stack.stop()
-        if admin is not None:
-            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
 def main() -> None:

@@ -19,12 +19,14 @@ The services mode needs PostgreSQL and Redis (WORKBENCH_TEST_POSTGRES, WORKBENCH
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import secrets
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,51 +88,62 @@ def page_time(browser: Browser, path: str, repeats: int = 10) -> tuple[float, fl
     return statistics.median(times), max(times)
 
 
+@contextlib.contextmanager
+def services_env(env: dict[str, str], mode: str) -> Iterator[None]:
+    """For the services mode, a fresh PostgreSQL database and an empty Redis database,
+    named in `env` (`DATABASE_URL`, `REDIS_URL`), dropped afterwards; nothing otherwise."""
+    if mode != "services":
+        yield
+        return
+    import psycopg
+    import redis
+
+    admin = psycopg.connect(POSTGRES_ADMIN, autocommit=True)
+    database = f"workbench_bench_{secrets.token_hex(4)}"
+    admin.execute(f'CREATE DATABASE "{database}"')
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    env["DATABASE_URL"] = POSTGRES_ADMIN.rsplit("/", 1)[0] + f"/{database}"
+    env["REDIS_URL"] = REDIS_URL
+    try:
+        yield
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
 def bench_mode(mode: str, args: argparse.Namespace, shared: Path, work: Path) -> dict[str, Any]:
     env = {"WORKBENCH_VAR_DIR": str(work / "var"), "EVALUATOR_SANDBOX": args.sandbox,
            "EVALUATOR_TIMEOUT_SECONDS": str(args.timeout),
            "DJANGO_SECRET_KEY": secrets.token_urlsafe(40), "DATABASE_URL": "", "REDIS_URL": ""}
-    database = None
-    if mode == "services":
-        import psycopg
-        import redis
+    with services_env(env, mode):
+        stack = Stack(env=env, port=free_port(), concurrency=args.workers,
+                      log_dir=work / "logs")
+        figures: dict[str, Any] = {"mode": mode}
+        try:
+            stack.prepare(static=True)
+            token = add_user(stack, "bench", PASSWORD)
+            stack.start()
+            browser = Browser(stack.url)
+            browser.sign_in("bench", PASSWORD)
 
-        admin = psycopg.connect(POSTGRES_ADMIN, autocommit=True)
-        database = f"workbench_bench_{secrets.token_hex(4)}"
-        admin.execute(f'CREATE DATABASE "{database}"')
-        redis.Redis.from_url(REDIS_URL).flushdb()
-        env["DATABASE_URL"] = POSTGRES_ADMIN.rsplit("/", 1)[0] + f"/{database}"
-        env["REDIS_URL"] = REDIS_URL
-    stack = Stack(env=env, port=free_port(), concurrency=args.workers, log_dir=work / "logs")
-    figures: dict[str, Any] = {"mode": mode}
-    try:
-        stack.prepare(static=True)
-        token = add_user(stack, "bench", PASSWORD)
-        stack.start()
-        browser = Browser(stack.url)
-        browser.sign_in("bench", PASSWORD)
+            ollama = sorted((shared / "generations/ollama-8-models").glob("*_samples.jsonl"))
+            parts = set(args.parts.split(","))
+            latencies = []
+            for index in range(3 if "latency" in parts else 0):
+                # Distinct small files (no duplicate detection, no cache hits).
+                lines = ollama[index].read_text().splitlines()[index * 5:(index + 1) * 5]
+                small = work / f"latency-{index}.jsonl"
+                small.write_text("\n".join(lines) + "\n")
+                latencies.append(first_event_latency(stack, token, browser, small))
+            figures["upload_to_first_event_s"] = [round(x, 3) for x in latencies]
 
-        ollama = sorted((shared / "generations/ollama-8-models").glob("*_samples.jsonl"))
-        parts = set(args.parts.split(","))
-        latencies = []
-        for index in range(3 if "latency" in parts else 0):
-            # Distinct small files (no duplicate detection, no cache hits).
-            lines = ollama[index].read_text().splitlines()[index * 5:(index + 1) * 5]
-            small = work / f"latency-{index}.jsonl"
-            small.write_text("\n".join(lines) + "\n")
-            latencies.append(first_event_latency(stack, token, browser, small))
-        figures["upload_to_first_event_s"] = [round(x, 3) for x in latencies]
-
-        if "ollama" in parts:
-            bench_ollama(stack, token, ollama, figures)
-        if "big" in parts:
-            bench_big(stack, token, browser, shared, figures)
-        figures["sandbox"] = api(stack.url, token, "/api/runs/1?problems=0")[1]["sandbox"]
-        return figures
-    finally:
-        stack.stop()
-        if database is not None:
-            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            if "ollama" in parts:
+                bench_ollama(stack, token, ollama, figures)
+            if "big" in parts:
+                bench_big(stack, token, browser, shared, figures)
+            figures["sandbox"] = api(stack.url, token, "/api/runs/1?problems=0")[1]["sandbox"]
+            return figures
+        finally:
+            stack.stop()
 
 
 def bench_ollama(stack: Stack, token: str, ollama: list[Path], figures: dict[str, Any]) -> None:
