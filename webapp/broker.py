@@ -26,14 +26,16 @@ from kombu.utils.json import dumps, loads
 
 
 class Channel(filesystem.Channel):
-    def _put(self, queue: str, message: Any, **kwargs: Any) -> None:
+    # kombu's stubs name the message `message` in the base and `payload` here: we follow
+    # the code, which passes it by position.
+    def _put(self, queue: str, payload: dict[str, Any], **kwargs: Any) -> None:  # type: ignore[override]
         name = f"{round(time.monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         # A leading dot: its part after the first dot is never "<queue>.msg".
         partial = os.path.join(self.data_folder_out, f".{name}.partial")
         try:
             with open(partial, "wb") as handle:
-                handle.write(dumps(message).encode())
+                handle.write(dumps(payload).encode())
             os.replace(partial, final)
         except OSError as exc:
             with contextlib.suppress(OSError):
