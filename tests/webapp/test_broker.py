@@ -17,11 +17,12 @@ PAYLOAD = "x" * 200_000  # large enough that writing one takes a while
 
 
 def _connection(folder: Path) -> Connection:
-    for name in ("queue", "processed"):
+    for name in ("queue", "processed", "control"):
         (folder / name).mkdir(exist_ok=True)
     return Connection("filesystem://", transport_options={
         "data_folder_in": str(folder / "queue"), "data_folder_out": str(folder / "queue"),
-        "processed_folder": str(folder / "processed"), "store_processed": False})
+        "processed_folder": str(folder / "processed"), "control_folder": str(folder / "control"),
+        "store_processed": False})
 
 
 def test_filesystem_is_our_transport(tmp_path):

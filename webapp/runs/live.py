@@ -3,11 +3,15 @@ events that a reconnecting viewer catches up from."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+import os
+import threading
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from asgiref.sync import async_to_sync
+from celery.signals import worker_process_init
 from channels.layers import get_channel_layer
 from django.db import transaction
 from django.db.models import F
@@ -29,6 +33,55 @@ def run_group(run_id: int) -> str:
     return f"run-{run_id}"
 
 
+SEND_SECONDS = 30.0
+"""The longest an event may take to reach the channel layer before it is given up (and
+logged): the layer's own connect timeout is shorter."""
+
+
+class _EventLoop:
+    """One event loop in a thread of its own, through which a process sends all its events.
+
+    `async_to_sync` in a plain thread runs each call in a new event loop, and the Redis
+    channel layer keeps its connections per event loop: every event opened a connection
+    of its own (HELLO, SELECT, PING, then the send), about a dozen a sample in a worker.
+    One loop keeps one pool, and sending in turn keeps the events in order."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="run-events", daemon=True).start()
+
+    def run(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            future.result(timeout=SEND_SECONDS)
+        except BaseException:
+            future.cancel()
+            raise
+
+
+_own_loop: _EventLoop | None = None
+
+
+@worker_process_init.connect
+def use_own_event_loop(**_: Any) -> None:
+    """In each Celery worker process (after the fork: a thread does not survive one), send
+    events through a loop of the process's own. Web processes keep `async_to_sync`, which
+    inside the server runs on the server's loop."""
+    global _own_loop
+    _own_loop = _EventLoop()
+
+
+def _group_send(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    if _own_loop is not None and _own_loop.pid == os.getpid():
+        _own_loop.run(layer.group_send(group, message))
+    else:
+        async_to_sync(layer.group_send)(group, message)
+
+
 def emit_run_event(event: RunEvent) -> None:
     """Send `event` to every websocket watching its run.
 
@@ -36,13 +89,8 @@ def emit_run_event(event: RunEvent) -> None:
     event that the layer drops is sent again from the database by the consumer, so a layer
     failure is logged, not raised into the evaluation that produced the event.
     """
-    layer = get_channel_layer()
-    if layer is None:
-        return
     try:
-        async_to_sync(layer.group_send)(
-            run_group(event["run_id"]), {"type": MESSAGE_TYPE, "event": event}
-        )
+        _group_send(run_group(event["run_id"]), {"type": MESSAGE_TYPE, "event": event})
     except Exception as exc:
         # No traceback: while Redis restarts every event would log one.
         logger.warning("could not emit %s for run %s: %s", event["type"], event["run_id"], exc)
