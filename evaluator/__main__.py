@@ -7,6 +7,7 @@
     python -m evaluator sandbox [--calibrate] [--json]
     python -m evaluator submit --server URL [--token T] FILE [--dataset KEY] [--wait] [--json]
     python -m evaluator doctor [--language NAME] [--sandbox LEVELS] [--json]
+    python -m evaluator datasets build-plus --set mini|full --languages cpp,js --out DIR
 """
 
 from __future__ import annotations
@@ -587,6 +588,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(selfcheck)
     selfcheck.set_defaults(handler=command_selfcheck)
     add_submit_parser(commands)
+    from evaluator.plus.command import add_datasets_parser
+
+    add_datasets_parser(commands)
     from evaluator.doctor import add_doctor_parser
 
     add_doctor_parser(commands)

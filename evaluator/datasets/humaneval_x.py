@@ -42,7 +42,15 @@ def load_humaneval_x(path: Path, *, max_expanded_bytes: int | None = None) -> Da
         layout="humaneval-x",
         source=str(path),
         problems=problems,
+        variant=_plus_variant(problems),
     )
+
+
+def _plus_variant(problems: tuple[Problem, ...]) -> str:
+    """`plus-mini` or `plus-full` for a file `evaluator.plus` built: its tests are
+    HumanEval+'s inputs, so it must not pass for the base set."""
+    sets = {str(p.extra.get("plus", {}).get("set", "")) for p in problems}
+    return f"plus-{sets.pop()}" if len(sets) == 1 and "" not in sets else ""
 
 
 def _problem(record: SourceRecord, source: SourceFile) -> Problem:

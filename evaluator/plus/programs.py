@@ -1,0 +1,278 @@
+"""The plus test program of one problem, in the shape each harness splits per test.
+
+Every kept input becomes one equality check whose two sides the language's harness
+shows as actual and expected: C++ `assert (f(x) == (e));`, Java
+`if (!Objects.equals(s.f(x), e)) { throw new AssertionError(); }`, JavaScript
+`assert.deepEqual(f(x), e)` (a local `assert`), Go `assert.Equal(e, F(x))`, Rust
+`assert_eq!(f(x), e);`. Checks follow the kept inputs' order, so test outcome i is
+input i.
+
+Floats are judged as EvalPlus judges them, |actual - expected| <= atol + rtol * |expected|
+(atol the problem's, at least 1e-6 when the output is a float; rtol 1e-7, or 1e-5 when
+the declared type is a 32-bit float). A generated `snap` helper gives back the expected
+value when the actual one is close enough, and the actual one otherwise, so the check
+stays an equality and a failure still shows both values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evaluator.plus.types import Signature, ValueType
+
+F64_RTOL = 1e-7
+F32_RTOL = 1e-5
+
+
+@dataclass(frozen=True)
+class Check:
+    arguments: tuple[str, ...]
+    """The arguments as literals of the language."""
+    expected: str
+    tolerant: bool
+    """Compare within atol/rtol (the expected value holds a float)."""
+
+
+def tolerance(returns: ValueType, atol: float) -> tuple[float, float]:
+    rtol = F32_RTOL if _has_f32(returns) else F64_RTOL
+    return max(atol, 1e-6), rtol
+
+
+def _has_f32(value_type: ValueType) -> bool:
+    return (value_type.kind == "float" and value_type.bits == 32) or any(
+        _has_f32(arg) for arg in value_type.args)
+
+
+def test_program(target: str, signature: Signature, checks: list[Check], atol: float) -> str:
+    writer = {"cpp": _cpp, "java": _java, "js": _js, "go": _go, "rust": _rust}[target]
+    return writer(signature, checks, *tolerance(signature.returns, atol))
+
+
+# -- C++ ------------------------------------------------------------------------------
+
+_CPP_SNAP = """\
+inline bool plus_close_(double a, double e, double atol, double rtol) {
+    double d = a > e ? a - e : e - a;
+    return d <= atol + rtol * (e < 0 ? -e : e);
+}
+template <class T> bool plus_same_(const T& a, const T& e, double atol, double rtol) {
+    return plus_close_(a, e, atol, rtol);
+}
+template <class T>
+bool plus_same_(const std::vector<T>& a, const std::vector<T>& e, double atol, double rtol) {
+    if (a.size() != e.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (!plus_same_(a[i], e[i], atol, rtol)) return false;
+    return true;
+}
+template <class T> T plus_snap_(const T& a, const T& e, double atol, double rtol) {
+    return plus_same_(a, e, atol, rtol) ? e : a;
+}
+"""
+
+
+def _cpp(signature: Signature, checks: list[Check], atol: float, rtol: float) -> str:
+    lines = ["#undef NDEBUG", "#include<assert.h>"]
+    if any(check.tolerant for check in checks):
+        lines.append(_CPP_SNAP)
+    lines.append("int main(){")
+    for check in checks:
+        call = f"{signature.name}({', '.join(check.arguments)})"
+        if check.tolerant:
+            call = f"plus_snap_({call}, {signature.returns.spelled}({check.expected}), " \
+                   f"{atol!r}, {rtol!r})"
+        lines.append(f"    assert ({call} == ({check.expected}));")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# -- Java -----------------------------------------------------------------------------
+
+_JAVA_HELPERS = """\
+    @SuppressWarnings("unchecked")
+    static <K, V> Map<K, V> plusMap(Object... pairs) {
+        Map<K, V> map = new HashMap<>();
+        for (int i = 0; i < pairs.length; i += 2) map.put((K) pairs[i], (V) pairs[i + 1]);
+        return map;
+    }
+    static boolean plusSame(Object a, Object e, double atol, double rtol) {
+        if (e instanceof Double || e instanceof Float) {
+            if (!(a instanceof Double || a instanceof Float)) return false;
+            double x = ((Number) a).doubleValue(), y = ((Number) e).doubleValue();
+            return Math.abs(x - y) <= atol + rtol * Math.abs(y);
+        }
+        if (a instanceof List && e instanceof List) {
+            List<?> x = (List<?>) a, y = (List<?>) e;
+            if (x.size() != y.size()) return false;
+            for (int i = 0; i < x.size(); i++)
+                if (!plusSame(x.get(i), y.get(i), atol, rtol)) return false;
+            return true;
+        }
+        if (a instanceof Optional && e instanceof Optional) {
+            Optional<?> x = (Optional<?>) a, y = (Optional<?>) e;
+            return x.isPresent() == y.isPresent()
+                && (!x.isPresent() || plusSame(x.get(), y.get(), atol, rtol));
+        }
+        return Objects.equals(a, e);
+    }
+    static Object plusSnap(Object a, Object e, double atol, double rtol) {
+        return plusSame(a, e, atol, rtol) ? e : a;
+    }
+"""
+
+_JAVA_CHUNK = 40
+"""Checks per method: one method holding thousands would pass the JVM's 64 KB limit."""
+
+
+def _java(signature: Signature, checks: list[Check], atol: float, rtol: float) -> str:
+    lines = ["public class Main {", _JAVA_HELPERS]
+    chunks = [checks[i:i + _JAVA_CHUNK] for i in range(0, len(checks), _JAVA_CHUNK)]
+    for number, chunk in enumerate(chunks):
+        lines.append(f"    static void plusChecks{number}(Solution s) {{")
+        for check in chunk:
+            call = f"s.{signature.name}({', '.join(check.arguments)})"
+            if check.tolerant:
+                call = f"plusSnap({call}, {check.expected}, {atol!r}, {rtol!r})"
+            lines.append(f"        if (!Objects.equals({call}, {check.expected})) "
+                         "{ throw new AssertionError(); }")
+        lines.append("    }")
+    lines.append("    public static void main(String[] args) {")
+    lines.append("        Solution s = new Solution();")
+    lines.extend(f"        plusChecks{number}(s);" for number in range(len(chunks)))
+    lines.append("    }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# -- JavaScript -----------------------------------------------------------------------
+
+_JS_HELPERS = """\
+  const plusSame = (a, e, tol) => {
+    if (e === null) return a === null || a === undefined
+    // Python's == holds False == 0 and True == 1, and EvalPlus judges by it.
+    if (typeof e === 'boolean' && typeof a === 'number') return a === Number(e)
+    if (typeof e === 'number' && typeof a === 'boolean') return Number(a) === e
+    if (typeof e === 'number') {
+      if (typeof a !== 'number') return false
+      return a === e || (tol !== null && Math.abs(a - e) <= tol[0] + tol[1] * Math.abs(e))
+    }
+    if (Array.isArray(e)) {
+      return Array.isArray(a) && a.length === e.length && e.every((x, i) => plusSame(a[i], x, tol))
+    }
+    if (typeof e === 'object') {
+      if (a === null || typeof a !== 'object' || Array.isArray(a)) return false
+      const keys = Object.keys(e)
+      return keys.length === Object.keys(a).length && keys.every((k) => plusSame(a[k], e[k], tol))
+    }
+    return a === e
+  }
+  const assert = {
+    deepEqual (actual, expected, tol) {
+      if (!plusSame(actual, expected, tol)) {
+        const error = new Error('expected ' + JSON.stringify(expected))
+        error.name = 'AssertionError'
+        throw error
+      }
+    }
+  }
+"""
+
+
+def _js(signature: Signature, checks: list[Check], atol: float, rtol: float) -> str:
+    # A block of its own: its `assert` shadows any the completion declared.
+    lines = ["{", _JS_HELPERS]
+    for check in checks:
+        tol = f"[{atol!r}, {rtol!r}]" if check.tolerant else "null"
+        lines.append(f"  assert.deepEqual({signature.name}({', '.join(check.arguments)}), "
+                     f"{check.expected}, {tol})")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# -- Go -------------------------------------------------------------------------------
+
+def _go_same(value_type: ValueType, depth: int = 0) -> str:
+    """A Go function literal `func(a, e T) bool` judging equality as EvalPlus does."""
+    a, e = f"a{depth}", f"e{depth}"
+    spelled = value_type.spelled
+    if value_type.kind == "float":
+        return (f"func({a}, {e} {spelled}) bool {{ d := {a} - {e}; if d < 0 {{ d = -d }}; "
+                f"m := {e}; if m < 0 {{ m = -m }}; return d <= plusAtol + plusRtol*m }}")
+    if value_type.kind in ("list", "array"):
+        inner = _go_same(value_type.args[0], depth + 1)
+        return (f"func({a}, {e} {spelled}) bool {{ if len({a}) != len({e}) {{ return false }}; "
+                f"same := {inner}; for i := range {e} {{ if !same({a}[i], {e}[i]) "
+                f"{{ return false }} }}; return true }}")
+    if value_type.kind == "any":
+        return (f"func({a}, {e} interface{{}}) bool {{ x, ok := {a}.(float64); "
+                f"y, ok2 := {e}.(float64); if !ok || !ok2 {{ return false }}; d := x - y; "
+                f"if d < 0 {{ d = -d }}; if y < 0 {{ y = -y }}; "
+                f"return d <= plusAtol + plusRtol*y }}")
+    return f"func({a}, {e} {spelled}) bool {{ return {a} == {e} }}"
+
+
+def _go(signature: Signature, checks: list[Check], atol: float, rtol: float) -> str:
+    returns = signature.returns
+    snap = any(check.tolerant for check in checks) or returns.kind == "list"
+    lines = [f"func Test{signature.name}Plus(t *testing.T) {{", "    assert := assert.New(t)"]
+    for check in checks:
+        call = f"{signature.name}({', '.join(check.arguments)})"
+        if snap:
+            call = f"plusSnap({call}, {check.expected})"
+        lines.append(f"    assert.Equal({check.expected}, {call})")
+    lines.append("}")
+    if snap:
+        # A nil slice and an empty one are both Python's []; reflect.DeepEqual would
+        # tell them apart.
+        lines.append(f"const plusAtol, plusRtol = {atol!r}, {rtol!r}")
+        lines.append(f"func plusSnap(a, e {returns.spelled}) {returns.spelled} {{")
+        lines.append(f"    if ({_go_same(returns)})(a, e) {{ return e }}")
+        lines.append("    return a")
+        lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# -- Rust -----------------------------------------------------------------------------
+
+_RUST_SNAP = """\
+    trait PlusSame { fn plus_same(&self, e: &Self, atol: f64, rtol: f64) -> bool; }
+    impl PlusSame for f64 {
+        fn plus_same(&self, e: &Self, atol: f64, rtol: f64) -> bool {
+            (self - e).abs() <= atol + rtol * e.abs()
+        }
+    }
+    impl PlusSame for f32 {
+        fn plus_same(&self, e: &Self, atol: f64, rtol: f64) -> bool {
+            (*self as f64).plus_same(&(*e as f64), atol, rtol)
+        }
+    }
+    impl<T: PlusSame> PlusSame for Vec<T> {
+        fn plus_same(&self, e: &Self, atol: f64, rtol: f64) -> bool {
+            self.len() == e.len() && self.iter().zip(e).all(|(x, y)| x.plus_same(y, atol, rtol))
+        }
+    }
+    impl<A: PlusSame, B: PlusSame> PlusSame for (A, B) {
+        fn plus_same(&self, e: &Self, atol: f64, rtol: f64) -> bool {
+            self.0.plus_same(&e.0, atol, rtol) && self.1.plus_same(&e.1, atol, rtol)
+        }
+    }
+    fn plus_snap<T: PlusSame + Clone>(a: T, e: T, atol: f64, rtol: f64) -> T {
+        if a.plus_same(&e, atol, rtol) { e } else { a }
+    }
+"""
+
+
+def _rust(signature: Signature, checks: list[Check], atol: float, rtol: float) -> str:
+    lines = ["", "#[cfg(test)]", "mod tests {", "    use super::*;", ""]
+    if any(check.tolerant for check in checks):
+        lines.append(_RUST_SNAP)
+    lines.append("    #[test]")
+    lines.append(f"    fn test_{signature.name}_plus() {{")
+    for check in checks:
+        call = f"{signature.name}({', '.join(check.arguments)})"
+        if check.tolerant:
+            call = f"plus_snap({call}, {check.expected}, {atol!r}, {rtol!r})"
+        lines.append(f"        assert_eq!({call}, {check.expected});")
+    lines.append("    }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

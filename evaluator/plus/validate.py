@@ -1,0 +1,157 @@
+"""Run each language's canonical HumanEval-X solution against its built plus tests.
+
+The programs run through the real engine (default sandbox, per-test outcomes). Test
+outcome i of a problem is its kept input i. Each failing input gets a cause where one
+can be read off the values (`classify`); the rest are `unexplained`, to be looked at by
+hand and recorded in the defect registry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from evaluator.datasets import load_dataset
+from evaluator.engine import Engine, EngineConfig
+from evaluator.plus.types import SignatureError, ValueType, read_signature
+from evaluator.records import Problem, RunOptions, Sample, SampleResult, TestOutcome
+from evaluator.sandbox.base import SandboxLimits
+
+CAUSES = {
+    "overflow": "the actual value looks wrapped: an integer overflow in the solution",
+    "float_precision": "close to the expected float, but outside the tolerance",
+    "float32_input": "the signature takes 32-bit floats: the input itself was rounded "
+                     "before the solution saw it",
+    "negative_operand": "an input is negative: integer division or modulo rounds "
+                        "differently from Python's",
+    "program_failed": "the program as a whole did not run (compile error, timeout, crash)",
+    "timeout": "the solution did not finish in time (an exponential recursion, say), or "
+               "stopped before reaching the check",
+    "non_ascii_semantics": "the input holds non-ASCII text, which the solution treats "
+                           "by ASCII ranges where Python's str methods are Unicode-aware",
+    "integral_float": "a float with an integral value (3.0) in the input: the variant's "
+                      "types (JavaScript's numbers, a float-only signature) lose Python's "
+                      "int/float distinction, which the problem tests",
+    "variant_interface": "fails an input of HumanEval's own tests, which the variant's "
+                         "tests check with their own expected value: the variant asks for "
+                         "another output than Python's (C++ rounded_avg without '0b')",
+    "unexplained": "no cause read off the values: a bug in the solution or the translation",
+}
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def classify(outcome: TestOutcome, *, arguments: str = "", float32: bool = False) -> str:
+    """The likely cause of one failing plus test, from its shown values."""
+    if outcome.status in ("timeout", "not_run"):
+        return "timeout"
+    if "overflow" in (outcome.message or "").lower():
+        return "overflow"  # Rust's debug build checks its arithmetic
+    if not arguments.isascii() or re.search(r"\\u00[89a-f]|\\u0[1-9a-f]|\\u[1-9a-f]",
+                                            arguments):
+        return "non_ascii_semantics"
+    expected = _numbers(outcome.expected or "")
+    actual = _numbers(outcome.actual or "")
+    if expected and len(expected) == len(actual):
+        pairs = list(zip(actual, expected, strict=True))
+        if any(abs(a) >= 2 ** 31 - 1 or (abs(e) > 2 ** 20 and a * e < 0)
+               or (abs(e) >= 2 ** 31) for a, e in pairs):
+            return "overflow"
+        if any(a != e and abs(a - e) <= 1e-3 * max(1.0, abs(e)) for a, e in pairs):
+            return "float_precision"
+    if re.search(r"(?<![\w.])-?\d+\.0(?![\d.e])", arguments):
+        return "integral_float"
+    if float32:
+        return "float32_input"
+    if re.search(r"(?<![\w.])-\d", arguments):
+        return "negative_operand"
+    return "unexplained"
+
+
+def _numbers(text: str) -> list[float]:
+    try:
+        return [float(match) for match in _NUMBER.findall(text)]
+    except ValueError:
+        return []
+
+
+def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
+             backend: str = "auto", workers: int = 2,
+             cpu_seconds: float = 15.0) -> dict[str, Any]:
+    """Run the canonical solutions of the built dataset at `dataset_path`.
+
+    Returns {"problems", "tests", "passed", "causes": {cause: n}, "failures": [...]}.
+    """
+    dataset = load_dataset(path=dataset_path)
+    wanted = set(task_ids) if task_ids is not None else None
+    problems = {p.task_id: p for p in dataset.problems
+                if wanted is None or p.task_id in wanted}
+    samples = [Sample(task_id=p.task_id, index=0, raw=p.canonical_solution,
+                      completion=p.canonical_solution) for p in problems.values()]
+    limits = SandboxLimits.for_timeout(cpu_seconds, memory_mb=2048)
+    config = EngineConfig(backend=backend, workers=workers, cache=None, dedup=False,
+                          options=RunOptions(limits=limits))
+    results: dict[str, SampleResult] = {}
+    with Engine(config) as engine:
+        for event in engine.evaluate(problems, samples):
+            if event["type"] == "sample_finished":
+                result = event["result"]
+                results[result.task_id] = result
+    tests = passed = 0
+    causes: Counter[str] = Counter()
+    failures: list[dict[str, Any]] = []
+    for task_id, result in sorted(results.items(), key=lambda item: _number(item[0])):
+        problem = problems[task_id]
+        plus = problem.extra.get("plus", {})
+        kept = list(plus.get("kept", []))
+        groups = list(plus.get("groups", [])) or [""] * len(kept)
+        tests += len(kept)
+        outcomes = [t for t in result.tests if t.source != "<whole program>"]
+        if len(outcomes) != len(kept):
+            # Not split per test: count every input of the problem as failed, or passed.
+            if result.status == "passed":
+                passed += len(kept)
+                continue
+            cause = "timeout" if result.status == "timeout" else "program_failed"
+            causes[cause] += len(kept)
+            failures.append({"task_id": task_id, "status": result.status, "cause": cause,
+                             "inputs": len(kept), "message": result.message[:300]})
+            continue
+        for index, group, outcome in zip(kept, groups, outcomes, strict=True):
+            if outcome.status == "passed":
+                passed += 1
+                continue
+            cause = classify(outcome, arguments=outcome.source,
+                             float32=_takes_float32(problem))
+            if group == "base" and cause != "timeout":
+                cause = "variant_interface"
+            causes[cause] += 1
+            failures.append({"task_id": task_id, "input": index, "group": group,
+                             "cause": cause,
+                             "status": outcome.status, "check": outcome.source[:300],
+                             "expected": (outcome.expected or "")[:200],
+                             "actual": (outcome.actual or "")[:200],
+                             "message": (outcome.message or "")[:200]})
+    return {"problems": len(problems), "tests": tests, "passed": passed,
+            "causes": dict(causes), "failures": failures}
+
+
+def _takes_float32(problem: Problem) -> bool:
+    try:
+        signature = read_signature(problem.language, problem.declaration + "\n"
+                                   + problem.canonical_solution, problem.entry_point)
+    except SignatureError:
+        return False
+
+    def narrow(value_type: ValueType) -> bool:
+        return (value_type.kind == "float" and value_type.bits == 32) \
+            or any(narrow(arg) for arg in value_type.args)
+
+    return any(narrow(param) for param in signature.params)
+
+
+def _number(task_id: str) -> int:
+    return int(task_id.rsplit("/", 1)[1])
