@@ -301,9 +301,12 @@ def _check_language(args: argparse.Namespace, dataset: Dataset,
                     samples: Sequence[Sample]) -> None:
     """Refuses generations that parse as another language than the dataset's, unless
     `--allow-language-mismatch`; a file that fits no language only gets a warning."""
-    from evaluator.language_check import check_language
+    from evaluator.language_check import check_language, sandboxed_parsers
 
-    verdict = check_language(dataset.problems, samples, language=dataset.language)
+    # The parsers run in the sandbox the evaluation uses, with the limits of any program.
+    parse = sandboxed_parsers(getattr(args, "sandbox", None) or "auto")
+    verdict = check_language(dataset.problems, samples, language=dataset.language,
+                             parse=parse)
     if verdict.fits:
         return
     allowed = getattr(args, "allow_language_mismatch", False)

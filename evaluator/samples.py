@@ -493,6 +493,12 @@ class SampleReader:
         self.odd_id: tuple[int, str, str] | None = None
         """The first id that is not one of the problems' own: (line, as written, read as)."""
         self.odd_count = 0
+        self.foreign: tuple[int, str, str, str] | None = None
+        """The first task id of another language (`CPP/0` against Python problems): (line,
+        field, as written, why); the file's ids of that kind get one issue, not one a line."""
+        self.foreign_lines: list[int] = []
+        self.foreign_language: str | None = None
+        """The language of those ids, when every one names the same."""
 
     @property
     def ok(self) -> bool:
@@ -535,6 +541,7 @@ class SampleReader:
 
         self.summarize_unreadable()
         self.report_odd_ids()
+        self.report_foreign_ids()
 
     def reread(self, samples: Iterable[Sample]) -> Iterator[Sample]:
         """Samples read before (against other problems: another variant of the dataset)
@@ -562,6 +569,7 @@ class SampleReader:
             if self.overflow or self.stopped:
                 return
         self.report_odd_ids()
+        self.report_foreign_ids()
 
     def too_many_issues(self, line: int) -> None:
         self.stop(FileIssue(
@@ -612,6 +620,33 @@ class SampleReader:
         self.report(first, None, "bad_json",
                     f"Lines {first}–{last}: {count:,} more lines that are not JSON objects "
                     "(not listed one by one).")
+
+    def foreign_id(self, line: int, field: str, raw_id: str, reason: str) -> None:
+        self.has_errors = True
+        form = _ID_FORM.fullmatch(raw_id.strip())
+        named = canonical_name((form.group("prefix") or "").casefold()) if form else None
+        if self.foreign is None:
+            self.foreign = (line, field, raw_id, reason)
+            self.foreign_language = named
+        elif named != self.foreign_language:
+            self.foreign_language = None
+        self.foreign_lines.append(line)
+
+    def report_foreign_ids(self) -> None:
+        # One error for the whole file: 164 lines of `CPP/N` ids are one mistake.
+        if self.foreign is None:
+            return
+        line, field, raw, reason = self.foreign
+        lines = self.foreign_lines
+        more = (f" So are the ids of {len(lines) - 1:,} more lines ({lines[1]}–{lines[-1]}); "
+                "none of them was read." if len(lines) > 1 else "")
+        self.report(
+            line, field, "language_mismatch",
+            f"Line {line}, field `{field}`: {_shown_id(raw)} is not a task of "
+            f"{self.resolver.describe()}: {reason}.{more} Ids there look like "
+            f"{_shown_id(self.resolver.example())}.",
+        )
+        self.foreign, self.foreign_lines = None, []
 
     def report_odd_ids(self) -> None:
         # One warning for the whole file: a file of 16,400 such ids is one mistake.
@@ -792,6 +827,9 @@ class SampleReader:
                     self.odd_id = (line, raw_id, found.task_id)
             return found
         code, reason = found
+        if code == "language_mismatch":
+            self.foreign_id(line, field, raw_id, reason)
+            return None
         shown = _shown_id(raw_id)
         self.report(
             line, field, code,

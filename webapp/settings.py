@@ -196,6 +196,11 @@ CHUNK_SAMPLES = env_int("WORKBENCH_CHUNK_SAMPLES", 25, minimum=1)
 """A chunk holds whole problems and at least this many samples (the last may hold fewer)."""
 CHUNK_TIME_LIMIT = env_int("WORKBENCH_CHUNK_TIME_LIMIT", 3600, minimum=10)
 """Seconds a chunk task may run."""
+LANGUAGE_CHECK_WAIT_SECONDS = env_int("WORKBENCH_LANGUAGE_CHECK_WAIT", 120, minimum=1)
+"""How long an upload waits for the workers that parse its samples (the language check
+runs on a worker of each language, in the sandbox; Python's is read by the web process
+itself); past it the check is reported not done for the languages that did not answer,
+and the upload goes on."""
 LEASE_SECONDS = env_int("WORKBENCH_LEASE_SECONDS", 30, minimum=5)
 """A worker holds a chunk (or a run it is scoring) by a lease that its heartbeat renews every
 sixth of this; once the lease has passed without a renewal, the sweeper takes the work back."""

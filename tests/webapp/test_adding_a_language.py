@@ -160,7 +160,7 @@ def test_the_selfcheck_stubs_a_toy_problem_with_the_toy_body(toy):
 def test_uploads_in_the_toy_language_are_checked_by_its_front_end(toy, monkeypatch):
     calls: list[int] = []
 
-    def reader(sources: list[str]) -> list[bool]:
+    def reader(sources: list[str], _run: object) -> list[bool | None]:
         calls.append(len(sources))
         return [_balanced(source) for source in sources]
 

@@ -31,6 +31,7 @@ EVALUATE_CHUNK = "runs.evaluate_chunk"
 FINALIZE_RUN = "runs.finalize_run"
 SWEEP = "runs.sweep"
 COMPARE_PROFILES = "runs.compare_profiles"
+CHECK_LANGUAGE = "runs.check_language_part"
 DEFAULT_QUEUE = "default"
 FIRST_SENDING = 3
 SENT_AGAIN = 0
@@ -76,6 +77,13 @@ def send_profile_comparison(*, comparison_id: int, language: str) -> bool:
     changes, so it needs that language's toolchain."""
     ProfileComparison.objects.filter(pk=comparison_id).update(dispatched_at=timezone.now())
     return _send(COMPARE_PROFILES, (comparison_id,), queue=language_queue(language))
+
+
+def send_language_check(*, part_id: int, language: str) -> bool:
+    """To the language's queue, whose workers have its parser; first in line there (someone
+    waits on the upload page), as a chunk sent again is."""
+    return _send(CHECK_LANGUAGE, (part_id,), queue=language_queue(language),
+                 priority=SENT_AGAIN)
 
 
 def send_chunks(chunks: list[tuple[int, str]], *, again: bool = False) -> int:

@@ -470,3 +470,25 @@ class ProfileScore(models.Model):
 
     def __str__(self) -> str:
         return f"{self.profile} {self.version} on run comparison {self.comparison_id}"
+
+
+class LanguageCheckPart(models.Model):
+    """One language's share of an upload's language check: the sources a worker of that
+    language parses in its sandbox (`webapp.runs.language_checks`), and its answers.
+    The web request that made it waits for the answers and then deletes it."""
+
+    language = models.CharField(max_length=30)
+    sources = models.JSONField(default=list, help_text="The texts to parse, in order.")
+    answers = models.JSONField(
+        null=True, blank=True,
+        help_text="Whether each source parses (null: could not decide); null until answered.")
+    error = models.TextField(blank=True, help_text="Why the worker could not parse them.")
+    worker = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["created_at"], name="language_check_part_age")]
+
+    def __str__(self) -> str:
+        return f"{self.language} language check part {self.pk}"

@@ -9,8 +9,10 @@ from celery.signals import worker_process_shutdown
 from django.conf import settings
 from django.db import transaction
 
+from evaluator.language_check import close_sandboxed_parsers
 from webapp.runs.aggregation import run_finalize
 from webapp.runs.dispatch import (
+    CHECK_LANGUAGE,
     COMPARE_PROFILES,
     EVALUATE_CHUNK,
     EVALUATE_RUN,
@@ -20,6 +22,7 @@ from webapp.runs.dispatch import (
 )
 from webapp.runs.engines import engines_close
 from webapp.runs.execution import WORKER_NAME, chunk_evaluate, run_fan_out
+from webapp.runs.language_checks import language_check_part_run
 from webapp.runs.lifecycle import deleted_runs_purge
 from webapp.runs.recovery import runs_sweep
 from webapp.runs.rescoring import profile_comparison_run
@@ -68,6 +71,14 @@ def compare_profiles(comparison_id: int) -> str:
     return profile_comparison_run(comparison_id=comparison_id)
 
 
+@shared_task(name=CHECK_LANGUAGE, bind=True, acks_late=False, soft_time_limit=300,
+             time_limit=330)
+def check_language_part(self: Task[[int], bool], part_id: int) -> bool:
+    """Parse one language's share of an upload's language check in this worker's sandbox.
+    Not acknowledged late: a request waits for it only so long, and then gives up."""
+    return language_check_part_run(part_id=part_id, worker=self.request.hostname or "")
+
+
 @shared_task(name=SWEEP, acks_late=False, soft_time_limit=60, time_limit=90)
 def sweep() -> None:
     """Send again whatever work was lost, and purge runs deleted long enough ago and
@@ -82,3 +93,4 @@ def sweep() -> None:
 def _close_engines(**_kwargs: Any) -> None:
     # A pool process exits through os._exit, which skips atexit: close its engines here.
     engines_close()
+    close_sandboxed_parsers()

@@ -25,6 +25,7 @@ from django.core.files.uploadhandler import (
     StopUpload,
     TemporaryFileUploadHandler,
 )
+from django.db.models import Case, Count, IntegerField, Q, Value, When
 from django.http import HttpRequest
 
 from evaluator.language_check import LanguageCheck, SampleSpread, check_language
@@ -32,8 +33,9 @@ from evaluator.languages.registry import display_name
 from evaluator.profiles import default_profile, get_profile, run_time_limit
 from evaluator.records import HARNESS_VERSION, Problem, Sample
 from evaluator.samples import Coverage, FileIssue, SampleReader
-from webapp.benchmarks.models import Dataset
+from webapp.benchmarks.models import Dataset, ProblemVariant
 from webapp.benchmarks.selectors import dataset_problems
+from webapp.runs.language_checks import WorkerParsers
 from webapp.runs.models import LEGACY_PROFILE
 
 ACCEPTED_SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -356,24 +358,63 @@ def _checked(
     language = suggested = None
     dataset = base.dataset
     if not any(issue.severity == "error" for issue in issues):
-        language = check_language(problems, spread.samples, language=dataset.language)
+        # Parsed by workers of each language, in their sandboxes: never here.
+        language = check_language(problems, spread.samples, language=dataset.language,
+                                  parse=WorkerParsers())
         suggested = _variant(dataset, language.detected) if language.detected else None
         issues.extend(_language_issues(language, dataset, suggested, allow_language_mismatch))
+    else:
+        issues = _with_foreign_ids_suggestion(issues, dataset, reader.foreign_language)
     return replace(base, issues=tuple(issues), language=language, suggested=suggested,
                    summary=FileSummary(layout=reader.layout or "unknown", coverage=coverage,
                                        sanitized=sanitized))
 
 
 def _variant(dataset: Dataset, language: str) -> Dataset | None:
-    """The newest stored dataset like `dataset` but in `language`."""
-    return (Dataset.objects.filter(name=dataset.name, variant=dataset.variant,
-                                   natural_language=dataset.natural_language,
-                                   language=language)
-            .order_by("-imported_at", "-pk").first())
+    """The stored dataset in `language` with the same problems as `dataset` (by their
+    aligned `HumanEval/N` ids) in the same natural language, of any family: the same name
+    and variant first, then the one that shares the most problems, then the newest."""
+    problems = ProblemVariant.objects.filter(dataset=dataset).values("problem_id")
+    return (Dataset.objects.filter(language=language,
+                                   natural_language=dataset.natural_language)
+            .exclude(pk=dataset.pk)
+            .annotate(shared=Count("variants", filter=Q(variants__problem_id__in=problems)),
+                      same_family=Case(When(name=dataset.name, variant=dataset.variant,
+                                            then=Value(1)),
+                                       default=Value(0), output_field=IntegerField()))
+            .filter(shared__gt=0)
+            .order_by("-same_family", "-shared", "-imported_at", "-pk").first())
+
+
+def _with_foreign_ids_suggestion(issues: list[Issue], dataset: Dataset,
+                                 language: str | None) -> list[Issue]:
+    """The reader's one summary of task ids of another `language` (`CPP/N` against a
+    Python dataset: `evaluator.samples`), naming the stored dataset they belong to."""
+    if language is None:
+        return issues
+    variant = _variant(dataset, language)
+    advice = (f" Upload the file against {variant.key} (dataset {variant.pk}), which holds "
+              "these problems in that language." if variant is not None else
+              f" No {display_name(language)} variant of these problems is stored here.")
+    return [replace(issue, message=issue.message + advice)
+            if issue.code == "language_mismatch" and issue.field in ("task_id", "qid")
+            else issue for issue in issues]
 
 
 def _language_issues(language: LanguageCheck, dataset: Dataset, suggested: Dataset | None,
                      allowed: bool) -> list[Issue]:
+    not_done = language.unavailable.get(dataset.language)
+    if language.checked == 0 and not_done:
+        if not not_done.startswith("no "):
+            not_done = (f"the {display_name(dataset.language)} language check is not done: "
+                        f"{not_done}")
+        return [Issue(None, None, "language_check_not_done",
+                      f"{not_done[:1].upper()}{not_done[1:]}.", "warning")]
+    if language.checked == 0 and language.undecided:
+        return [Issue(None, None, "language_check_not_done",
+                      f"The {display_name(dataset.language)} parser stopped at its limits on "
+                      f"all {language.undecided} sampled completions: the language check is "
+                      "not done.", "warning")]
     if language.fits:
         return []
     message = language.message()
