@@ -182,6 +182,15 @@ FILE_UPLOAD_HANDLERS = ["webapp.runs.uploads.BoundedUploadHandler"]
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
+# -- the dataset catalogue ----------------------------------------------------------------
+DATASET_CATALOGUE = env_path("WORKBENCH_DATASET_CATALOGUE",
+                             BASE_DIR / "evaluator" / "datasets" / "catalogue.toml")
+"""The catalogue of public datasets that can be added with a click or `import_dataset
+--catalogue`: each entry's upstream URL at a pinned commit, size and sha256."""
+DATASET_BASE_URL = env_optional("WORKBENCH_DATASET_BASE_URL")
+"""Unset: download each catalogue file from its upstream URL. Set: from this mirror, which
+serves the same files under the catalogue's relative paths (as ../shared/datasets holds)."""
+
 # -- evaluation ---------------------------------------------------------------------------
 EVALUATOR_SANDBOX = env_choice("EVALUATOR_SANDBOX", "auto", SANDBOX_CHOICES)
 """A level (strict, standard, none), a backend name, or auto (`evaluator.sandbox.levels`)."""

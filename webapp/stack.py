@@ -86,9 +86,16 @@ class Stack:
         return done.stdout or ""
 
     def prepare(self, *, static: bool = True) -> None:
-        """Migrate, import the bundled HumanEval, and collect static files (all idempotent)."""
+        """Migrate, import the bundled HumanEval (and the catalogue's datasets when asked),
+        and collect static files (all idempotent)."""
         self.manage("migrate", "--no-input", "-v", "0")
         self.manage("import_dataset", "package:humaneval")
+        # WORKBENCH_IMPORT_CATALOGUE=all (or keys and groups) adds the public datasets; a
+        # failed download (offline, say) is reported and does not stop the start.
+        wanted = self.child_env().get("WORKBENCH_IMPORT_CATALOGUE", "").replace(",", " ").split()
+        if wanted:
+            with contextlib.suppress(subprocess.CalledProcessError):
+                self.manage("import_dataset", "--catalogue", *wanted)
         if static:
             self.manage("collectstatic", "--no-input", "-v", "0")
 

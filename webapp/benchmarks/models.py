@@ -7,6 +7,7 @@ dataset; a `ProblemVariant` is that problem as one dataset states it.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
@@ -77,3 +78,45 @@ class ProblemVariant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.problem.task_id} in {self.dataset.key}"
+
+
+class CatalogueImport(models.Model):
+    """One download and import of a catalogue entry, asked for on the Datasets page and done
+    by one background task (`catalogue.catalogue_job_run`); its progress is polled."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Waiting for a worker"
+        RUNNING = "running", "Downloading"
+        DONE = "done", "Imported"
+        FAILED = "failed", "Failed"
+
+    key = models.CharField(max_length=120, help_text="The catalogue entry's key.")
+    sha256 = models.CharField(max_length=64, help_text="The entry's pinned hash when asked.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    bytes_done = models.PositiveBigIntegerField(default=0)
+    bytes_total = models.PositiveBigIntegerField(default=0)
+    error = models.TextField(blank=True)
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(
+        auto_now=True, help_text="Touched by every progress write: a stale one has stopped."
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"catalogue import of {self.key}: {self.status}"
+
+    @property
+    def percent(self) -> int:
+        if not self.bytes_total:
+            return 0
+        return min(100, round(100 * self.bytes_done / self.bytes_total))

@@ -1,4 +1,5 @@
-"""`python manage.py ensure_user NAME --password P [--token-name N]`: for set-up scripts.
+"""`python manage.py ensure_user NAME --password P [--token-name N] [--staff]`: for set-up
+scripts.
 
 Creates the account (with its personal team) if it does not exist and sets its password
 when it differs (so that signed-in browsers stay signed in across restarts);
@@ -22,6 +23,8 @@ class Command(BaseCommand):
         parser.add_argument("username")
         parser.add_argument("--password", required=True)
         parser.add_argument("--token-name", help="issue an API token with this name; print it")
+        parser.add_argument("--staff", action="store_true",
+                            help="make it a staff user (who may add catalogue datasets)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         user = User.objects.filter(username=options["username"]).first()
@@ -32,5 +35,8 @@ class Command(BaseCommand):
             # change the session hash and sign every browser out at each `make run`.
             user.set_password(options["password"])
             user.save(update_fields=["password"])
+        if options["staff"] and not user.is_staff:
+            user.is_staff = True
+            user.save(update_fields=["is_staff"])
         if options["token_name"]:
             self.stdout.write(token_issue(user=user, name=options["token_name"]).secret)
