@@ -218,6 +218,8 @@ class FlagField(forms.Field):
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("required", False)
+        # The box stands left of its label, which reads as a statement, not a question.
+        kwargs.setdefault("label_suffix", "")
         super().__init__(**kwargs)
 
     def to_python(self, value: Any) -> bool:

@@ -1,6 +1,7 @@
 """A model suite in Chromium: made on its page, two files uploaded at once with the variant
-of each guessed from its name, the grid coloured by pass rate, sorted by disagreement, and
-a cell that opens that run's samples of that problem."""
+of each detected (the content fits several, so the name decides), the grid coloured by
+pass rate, sorted by disagreement, and a cell that opens that run's samples of that
+problem."""
 
 from __future__ import annotations
 

@@ -9,8 +9,11 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from evaluator.defects import Defect, DefectError, defects_for
-from evaluator.languages.registry import display_name, language_rank
+from evaluator.languages.base import LanguageError
+from evaluator.languages.registry import display_name, get_language, language_rank
 from evaluator.records import Problem as EvaluatorProblem
+from evaluator.records import RunOptions
+from evaluator.variant_detection import Candidate
 from webapp.benchmarks.docstrings import DocBlock, doc_blocks, docstring_of
 from webapp.benchmarks.models import Dataset, Problem, ProblemVariant
 from webapp.benchmarks.records import problem_from_json
@@ -21,6 +24,22 @@ _problem_cache_lock = threading.Lock()
 
 def dataset_list() -> QuerySet[Dataset]:
     return Dataset.objects.all()
+
+
+def variant_candidates() -> list[Candidate]:
+    """The newest version of every stored variant, with the ids it writes itself (its
+    task ids and its source's ids), for telling from a file which variant it is for."""
+    newest: dict[str, Dataset] = {}
+    for dataset in Dataset.objects.order_by("-imported_at", "-pk"):
+        newest.setdefault(dataset.key, dataset)
+    ids: dict[int, set[str]] = {dataset.pk: set() for dataset in newest.values()}
+    rows = ProblemVariant.objects.filter(dataset_id__in=ids).values_list(
+        "dataset_id", "source_id", "problem__task_id")
+    for dataset_id, source_id, task_id in rows:
+        ids[dataset_id].update(filter(None, (source_id, task_id)))
+    return [Candidate(key=d.key, name=d.name, language=d.language,
+                      natural_language=d.natural_language, ids=frozenset(ids[d.pk]))
+            for d in newest.values()]
 
 
 def _is_number(text: str) -> bool:
@@ -253,6 +272,18 @@ def problem_language_tabs(*, variants: list[ProblemVariant]) -> list[LanguageTab
         for language, items in sorted(by_language.items(),
                                       key=lambda item: language_rank(item[0]))
     ]
+
+
+def variant_prompt(*, variant: ProblemVariant) -> str:
+    """The text a solution continues, as the language's harness builds it. HumanEval-X's
+    Rust prompt is only the docstring: the `use` lines and the `fn` header the solution
+    continues are its declaration, which the harness puts in front of the prompt."""
+    try:
+        problem = problem_from_json(variant.record)
+        return get_language(variant.dataset.language).prefix(problem, RunOptions())
+    except (LanguageError, ValueError, KeyError, TypeError):
+        # An unknown language or an unreadable record: the stored prompt as it is.
+        return variant.prompt
 
 
 @dataclass(frozen=True)

@@ -68,11 +68,14 @@ class RunUpload(Schema):
 
     file: bytes = Field(json_schema_extra={"format": "binary"},
                         description="JSON Lines, plain (.jsonl) or gzip-compressed (.jsonl.gz).")
-    dataset: NameText = Field(description="Dataset id, or key such as humaneval/python/en.")
+    dataset: NameText = Field(description="Dataset id; or key, such as "
+                                          "humaneval/python/en (its newest version); or "
+                                          "key@version.")
     name: NameText = Field("", description="The run's name; the file's name if empty.")
     model_name: NameText = ""
     model_meta: JSONText = Field("", description='A JSON object, like {"temperature": 0.8}.')
-    team: SlugText = Field("", description="Team slug; your personal team if empty.")
+    team: SlugText = Field("", description="Slug of one of the caller's teams; the "
+                                           "caller's personal team if empty.")
     visibility: Visibility = "team"
     profile: SlugText = Field("", description="Harness profile; the dataset's reference "
                                               "harness if empty (see /profiles/).")
@@ -80,8 +83,9 @@ class RunUpload(Schema):
         None, description="CPU seconds per program: an override of the profile's own limit, "
                           "recorded as such (the run is then not verified); empty for the "
                           "profile's limit, as the command line uses.")
-    sanitize: bool = Field(False, description="Clean up raw model output (off, as in the "
-                                              "reference harnesses).")
+    sanitize: bool = Field(False, description="Clean up raw model output. Left out: what "
+                                              "the dataset's reference harness does (off "
+                                              "for every dataset today).")
     allow_language_mismatch: bool = Field(
         False, description="Evaluate even if the generations parse as another language; "
                            "such a run stays off leaderboards until its owner confirms it.")

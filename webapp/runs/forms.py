@@ -37,18 +37,26 @@ class UploadForm(forms.Form):
     file = forms.FileField(
         # An empty file reaches the checker, which says so in the same words as other issues.
         allow_empty_file=True,
-        help_text="JSON Lines, plain (.jsonl) or gzip-compressed (.jsonl.gz)."
+        help_text="Your model's generations: one JSON object per line (.jsonl), or the "
+                  "same file compressed with gzip (.jsonl.gz)."
     )
     dataset = TextField(max_length=NAME_MAX,
-                        help_text="Dataset id, or key such as humaneval/python/en.")
-    name = TextField(max_length=NAME_MAX, required=False)
-    model_name = TextField(max_length=NAME_MAX, required=False, label="Model")
+                        help_text="The benchmark the generations were written for, read as "
+                                  "benchmark / programming language / natural language.")
+    name = TextField(max_length=NAME_MAX, required=False,
+                     help_text="How the run is listed; the file's name if left empty.")
+    model_name = TextField(max_length=NAME_MAX, required=False, label="Model",
+                           help_text="The model that wrote the generations, as tables and "
+                                     "leaderboards should name it.")
     model_meta = TextField(
         max_length=JSON_TEXT_MAX, required=False, label="Model metadata (JSON object)",
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": '{"temperature": 0.8}'}),
+        help_text="Optional: how the generations were made (sampling settings, prompt "
+                  "template...), kept with the run.",
     )
     team = TextField(max_length=SLUG_MAX, required=False,
-                     help_text="Team slug; your personal team if empty.")
+                     help_text="The team the run belongs to. Your personal team has only "
+                               "you in it.")
     visibility = forms.ChoiceField(
         choices=Run.Visibility.choices, initial=Run.Visibility.TEAM, required=False
     )
@@ -83,8 +91,9 @@ class UploadForm(forms.Form):
     allow_language_mismatch = FlagField(
         label="Evaluate even if the generations look like another language",
         help_text=(
-            "The file is checked by parsing a few completions: generations that parse as "
-            "another language than the dataset's are refused unless this is ticked."
+            "A few completions are parsed before the run starts. If most of them read as "
+            "another programming language than the dataset's, the file is refused unless "
+            "you tick this."
         ),
     )
 

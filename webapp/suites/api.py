@@ -114,7 +114,8 @@ def suites_add_runs(request: SignedInRequest, suite_id: int) -> HttpResponse:
     outcome = suite_upload(user=request.user, suite=suite, files=files,
                            sanitize=data["sanitize"], profile=data["profile"],
                            allow_language_mismatch=data["allow_language_mismatch"],
-                           dry_run=data["dry_run"])
+                           dry_run=data["dry_run"],
+                           confirm_variants=data["confirm_variants"])
     body = {"suite": suite.pk, "created": outcome.created, "errors": outcome.errors,
             "files": [item.to_dict() for item in outcome.files]}
     if not outcome.ok:

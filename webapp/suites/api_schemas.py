@@ -24,11 +24,13 @@ class SuiteCreate(Schema):
 
     model_name: NameText = Field(description="The model every run of the suite comes from.")
     name: NameText = Field("", description="The suite's name; the model's name if empty.")
-    revision: NameText = Field("", description="Checkpoint, commit or release.")
+    revision: NameText = Field("", description="The model's checkpoint, commit or "
+                                               "release.")
     decoding: JSONText = Field("", description='A JSON object, like {"temperature": 0.2, '
                                                '"n": 20}.')
     description: LongText = ""
-    team: SlugText = Field("", description="Team slug; your personal team if empty.")
+    team: SlugText = Field("", description="Slug of one of the caller's teams; the "
+                                           "caller's personal team if empty.")
     visibility: Visibility = Field("team", description="Runs uploaded into the suite get the "
                                                        "suite's team and visibility.")
 
@@ -52,9 +54,16 @@ class SuiteRunsUpload(Schema):
                                               "dataset's reference harness if empty.")
     sanitize: bool = Field(False, description="Clean up raw model output; each dataset's "
                                               "reference harness decides if left out.")
-    allow_language_mismatch: bool = False
+    allow_language_mismatch: bool = Field(
+        False, description="Evaluate a file even when most of its sampled completions parse "
+                           "as another programming language than its dataset's.")
     dry_run: bool = Field(False, description="Check the files and answer their coverage; "
                                              "create nothing.")
+    confirm_variants: bool = Field(
+        False, description="Keep each file's `dataset` even when the file's first records "
+                           "(task ids, layout, code language, prompt language) point to "
+                           "another stored dataset; without it such a file is refused with "
+                           "the issue code `variant_mismatch`.")
 
 
 class Interval(Schema):

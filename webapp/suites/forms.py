@@ -27,10 +27,12 @@ from webapp.textfields import (
 
 
 class SuiteForm(forms.Form):
-    name = TextField(max_length=NAME_MAX, required=False, help_text="The model's name if empty.")
+    name = TextField(max_length=NAME_MAX, required=False,
+                     help_text="How the suite is listed; the model's name if left empty.")
     model_name = TextField(max_length=NAME_MAX, label="Model")
     revision = TextField(max_length=NAME_MAX, required=False,
-                         help_text="Checkpoint, commit or release.")
+                         help_text="Which version of the model: a checkpoint, commit or "
+                                   "release.")
     decoding = TextField(
         max_length=JSON_TEXT_MAX, required=False, label="Decoding settings (JSON object)",
         widget=forms.Textarea(attrs={
@@ -39,7 +41,8 @@ class SuiteForm(forms.Form):
     description = TextField(max_length=LONG_TEXT_MAX, required=False,
                             widget=forms.Textarea(attrs={"rows": 2}))
     team = TextField(max_length=SLUG_MAX, required=False,
-                     help_text="Team slug; your personal team if empty.")
+                     help_text="The team the suite and its runs belong to. Your personal "
+                               "team has only you in it.")
     visibility = forms.ChoiceField(
         choices=Run.Visibility.choices, initial=Run.Visibility.TEAM, required=False,
         help_text="Runs uploaded into the suite get the same team and visibility.",
@@ -69,6 +72,12 @@ class SuiteUploadForm(forms.Form):
     sanitize = UploadForm.base_fields["sanitize"]
     allow_language_mismatch = UploadForm.base_fields["allow_language_mismatch"]
     dry_run = FlagField(label="Only check the files")
+    confirm_variants = FlagField(
+        label="Run each file on the variant chosen for it",
+        help_text=("Tick this when a file's content points to another variant than the one "
+                   "you chose (its task ids, format, code or prompt language) and you are "
+                   "sure of your choice."),
+    )
 
     def __init__(self, *args: Any, api: bool = False, **kwargs: Any):
         super().__init__(*args, **kwargs)

@@ -17,7 +17,15 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
 from evaluator.sanitize import sanitize_by_default
+from evaluator.variant_detection import (
+    Candidate,
+    Detection,
+    Evidence,
+    detect_variant,
+    read_evidence,
+)
 from webapp.benchmarks.models import Dataset
+from webapp.benchmarks.selectors import variant_candidates
 from webapp.runs.intake import Intake, RunDetails, intake_file, intake_start
 from webapp.runs.models import Run
 from webapp.runs.uploads import HasIssues, Issue
@@ -146,6 +154,33 @@ class SuiteUpload:
         return not self.errors and not any(outcome.errors for outcome in self.files)
 
 
+def file_variant(*, uploaded: UploadedFile[bytes], candidates: Sequence[Candidate],
+                 file_name: str = "") -> Detection:
+    """The stored variant the head of `uploaded` points to (`evaluator.variant_detection`),
+    read a line at a time and no further than its first `DETECTION_LINES` records."""
+    handle = uploaded.file
+    if handle is None:
+        evidence = Evidence()
+    else:
+        handle.seek(0)
+        try:
+            evidence = read_evidence(handle)
+        finally:
+            handle.seek(0)
+    return detect_variant(evidence, candidates, file_name=file_name or uploaded.name or "")
+
+
+def _variant_issue(item: SuiteFile, candidates: Sequence[Candidate]) -> Issue | None:
+    """An error when the content of the file contradicts the variant chosen for it."""
+    detection = file_variant(uploaded=item.uploaded, candidates=candidates)
+    problem = detection.mismatch(item.dataset.key)
+    if not problem:
+        return None
+    return Issue(None, "dataset", "variant_mismatch",
+                 f"{problem} Choose {detection.key} for this file, or confirm that it should "
+                 f"run on {item.dataset.key} as chosen.")
+
+
 def _run_meta(suite: Suite) -> dict[str, Any]:
     meta: dict[str, Any] = {"suite": suite.pk}
     if suite.revision:
@@ -158,7 +193,7 @@ def _run_meta(suite: Suite) -> dict[str, Any]:
 def suite_upload(
     *, user: User, suite: Suite, files: Sequence[SuiteFile],
     sanitize: bool | None = None, profile: str = "", allow_language_mismatch: bool = False,
-    dry_run: bool = False,
+    dry_run: bool = False, confirm_variants: bool = False,
 ) -> SuiteUpload:
     """Check every file exactly as a single upload is checked (`intake_file`, which stores
     each file's samples as a staged run while it reads it, unless `dry_run`), then either
@@ -166,7 +201,9 @@ def suite_upload(
     all to the suite, or, when any file or the set has an error, delete every staged run.
 
     A file already evaluated on its variant is not evaluated again: the existing run is
-    added instead. `sanitize` None is each dataset's reference harness's own choice.
+    added instead. `sanitize` None is each dataset's reference harness's own choice. A file
+    whose first lines point to another stored variant than the one chosen for it (its ids,
+    layout, code or prompts: `file_variant`) is an error unless `confirm_variants`.
     """
     _require_manager(user=user, suite=suite)
     upload = SuiteUpload(files=[])
@@ -177,13 +214,25 @@ def suite_upload(
         upload.errors.append(f"At most {MAX_FILES} files at once; {len(files)} were given.")
         return upload
     upload.errors.extend(_check_variants(suite=suite, datasets=[f.dataset for f in files]))
+    mismatches: dict[int, Issue] = {}
+    if not confirm_variants:
+        candidates = variant_candidates()
+        mismatches = {id(item): issue for item in files
+                      if (issue := _variant_issue(item, candidates)) is not None}
     intakes: list[Intake] = []
     try:
         for item in files:
+            if id(item) in mismatches:
+                # Checked against a variant it was not written for, its every line would
+                # only repeat the same mistake: the one issue says it all.
+                upload.files.append(FileOutcome(file_name=item.uploaded.name or "",
+                                                dataset=item.dataset,
+                                                issues=(mismatches[id(item)],)))
+                continue
             clean = (sanitize_by_default(item.dataset.layout) if sanitize is None
                      else sanitize)
             # A set that already has an error will not be created: the rest is only checked.
-            store = None if dry_run or not upload.ok else RunDetails(
+            store = None if dry_run or mismatches or not upload.ok else RunDetails(
                 team=suite.team, name=f"{suite.name} · {item.dataset.key}"[:200],
                 model_name=suite.model_name, model_meta=_run_meta(suite),
                 visibility=suite.visibility)

@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template import TemplateDoesNotExist, engines
 from django.template.backends.django import DjangoTemplates
@@ -16,6 +16,7 @@ from django.template.loader import get_template
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from webapp.benchmarks.selectors import variant_candidates
 from webapp.query_params import BadQuery, handles_bad_query, query_choice, query_ids, query_int
 from webapp.runs.intake import too_large_issue, upload_was_too_large
 from webapp.runs.reports import visible_runs_by_id
@@ -33,6 +34,7 @@ from webapp.suites.selectors import (
 )
 from webapp.suites.services import (
     MAX_FILES,
+    file_variant,
     suite_attach_runs,
     suite_create,
     suite_remove_run,
@@ -41,6 +43,9 @@ from webapp.suites.services import (
 from webapp.teams.signed_in import SignedInRequest
 
 SUITES_PER_PAGE = 50
+DETECT_HEAD_MAX_BYTES = 1 << 20
+"""The most of a file the upload page may send for its variant to be detected (it sends
+256 KiB); only the first records of it are read."""
 DEFECT_AWARE_PARTIAL = "runs/_defect_aware.html"
 """The three-way scores of a run (original, patched, without defective problems), drawn
 by the defects app's `defect_aware_scores` tag when that app is installed."""
@@ -150,7 +155,8 @@ def upload(request: SignedInRequest, suite_id: int) -> HttpResponse:
     outcome = suite_upload(user=request.user, suite=suite, files=files,
                            sanitize=data["sanitize"], profile=data["profile"],
                            allow_language_mismatch=data["allow_language_mismatch"],
-                           dry_run=data["dry_run"])
+                           dry_run=data["dry_run"],
+                           confirm_variants=data["confirm_variants"])
     if not outcome.ok:
         return _upload_page(request, suite_id, form=form, outcome=outcome, status=400)
     if not outcome.created:
@@ -158,6 +164,25 @@ def upload(request: SignedInRequest, suite_id: int) -> HttpResponse:
     messages.success(request, f"{len(outcome.files)} file(s) added to the suite; the runs "
                      "are evaluated in the background and the grid fills in as they finish.")
     return redirect(suite)
+
+
+@login_required
+@require_POST
+def detect(request: SignedInRequest, suite_id: int) -> HttpResponse:
+    """The variant the head of a chosen file points to, for the upload page to preselect:
+    the page sends the file's first bytes (`head`) and its `name`."""
+    suite = get_suite_for_user(user=request.user, suite_id=suite_id)
+    if not suite_can_manage(user=request.user, suite=suite):
+        raise PermissionDenied("Only the suite's owner or an owner of its team can add to it.")
+    head = request.FILES.get("head")
+    if head is None or (head.size or 0) > DETECT_HEAD_MAX_BYTES:
+        return JsonResponse({"error": "Send the file's first bytes, at most "
+                                      f"{DETECT_HEAD_MAX_BYTES:,}, as `head`."}, status=400)
+    name = request.POST.get("name", "")[:300]
+    detection = file_variant(uploaded=head, candidates=variant_candidates(), file_name=name)
+    return JsonResponse({"key": detection.key, "reason": detection.reason,
+                         "fitting": list(detection.fitting),
+                         "lines": detection.evidence.lines})
 
 
 @login_required

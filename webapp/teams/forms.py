@@ -25,4 +25,6 @@ class MemberForm(forms.Form):
 
 
 class TokenForm(forms.Form):
-    name = TextField(max_length=100, help_text="What the token is for, e.g. `ci`.")
+    name = TextField(max_length=100,
+                     help_text="A name to tell the token by later: the machine or script "
+                               "that uses it, such as ci.")

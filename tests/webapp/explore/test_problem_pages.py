@@ -7,8 +7,10 @@ import re
 
 import pytest
 
+from evaluator.datasets import load_dataset
 from tests.webapp.support import client_for
 from webapp.benchmarks.docstrings import doc_blocks, docstring_of
+from webapp.benchmarks.services import dataset_import
 
 
 def _rows(body: str) -> list[str]:
@@ -112,3 +114,19 @@ def test_docstring_examples_are_split_from_prose():
                                                  ("code", ">>> f(2)\n4")]
     go = "// Double it.\n// Double(2) ==> 4\nfunc Double(x int) int {\n"
     assert [b.kind for b in doc_blocks(docstring_of(go, "go"))] == ["prose", "code"]
+
+
+def test_rust_prompt_shows_the_fn_header_the_solution_continues(personas, humaneval,
+                                                                  fixtures_dir):
+    # HumanEval-X Rust keeps the `fn` line in `declaration`, not in `prompt`.
+    path = fixtures_dir / "datasets" / "humaneval_x" / "humaneval_rust.jsonl"
+    dataset_import(loaded=load_dataset(path=path), source=str(path))
+    body = client_for(personas.owner).get("/problems/27/").content.decode()
+    panel = body[body.index('id="lang-rust"'):]
+    prompt = panel[panel.index("<h4>Prompt</h4>"):panel.index("<h4>Canonical solution</h4>")]
+    text = re.sub(r"<[^>]+>", "", prompt)
+    assert "fn filp_case(s: String) -&gt; String{" in text
+    assert "Swap the case of every letter." in text, "the docstring is still shown"
+    assert "With the dataset's declaration" in prompt
+    python = body[body.index('id="lang-python"'):body.index('id="lang-rust"')]
+    assert "With the dataset's declaration" not in python

@@ -10,6 +10,8 @@ from django.http import QueryDict
 from django.utils.safestring import SafeString
 
 from webapp.benchmarks.highlight import highlight
+from webapp.benchmarks.models import ProblemVariant
+from webapp.benchmarks.selectors import variant_prompt
 
 register = template.Library()
 
@@ -66,6 +68,12 @@ def rate_class(value: float | None) -> str:
 @register.filter
 def highlighted(text: str, language: str) -> SafeString:
     return highlight(text or "", language)
+
+
+@register.filter
+def solution_prompt(variant: ProblemVariant) -> str:
+    """The prompt with what the harness puts in front of it (`variant_prompt`)."""
+    return variant_prompt(variant=variant)
 
 
 @register.filter
