@@ -1,18 +1,32 @@
-"""Server time of the exploration pages for runs of 16,400 samples.
+"""Weight and server time of the main pages, and their latency under 20 concurrent clients.
 
-Builds (once; later calls reuse the database under --work) three runs of CodeGen-16B on
-HumanEval from `generations/codegen-16b-n100/`, through the services a web upload uses:
+Two modes.
 
-  A  all 100 samples per task (16,400), evaluated for real by the evaluator;
-  B  the first 50 samples of each task, and C the last 50: the same programs, so their
-     verdicts come from the result cache that A filled (still real verdicts).
+In-process (the default): three runs of HumanEval on a database of the bench's own,
 
-Then it times, in-process with Django's test client (so the figure is the server's time:
-routing, queries, aggregation and template rendering, no network), the run page, the
-comparison page, the leaderboards and the other exploration pages: a warm-up request,
-then the median and the maximum of --repeats requests.
+  A  100 samples per task (16,400), B the first 50 and C the last 50,
 
-    python bench/pages_bench.py [--database sqlite|postgres] [--sandbox auto] [--repeats 10]
+built straight into the database with their verdicts (`tests.webapp.large_run`: no program
+is run, the scores are computed for real), or with --evaluate, CodeGen-16B's generations
+from `generations/codegen-16b-n100/` evaluated for real (slow). Then, for each main page:
+its weight (bytes of HTML plus the static files it loads: scripts, style sheets and the
+Plotly bundle its charts fetch) and its server time with Django's test client (routing,
+queries, aggregation and rendering, no network): cold (the first request, after the cache
+is cleared) and warm (the median and maximum of --repeats more).
+
+    python bench/pages_bench.py [--database sqlite|postgres] [--repeats 10] [--evaluate]
+
+Under load (--clients N): the production stack on PostgreSQL and a Redis server of the
+bench's own (uvicorn, a Celery worker with 2 processes, beat), a finished run of
+--per-task samples per task built as above, and an evaluation going on (a --running-samples
+upload of distinct programs). N clients, each on its own keep-alive connection with a
+signed-in session, request the run page of the running run, the big run's page, the
+leaderboard and `GET /api/runs/<id>` in turn for --duration seconds. Reports p50/p95/max
+per page, requests per second and the load average; the goals are run page p95 < 500 ms
+and leaderboard p95 < 300 ms.
+
+    python bench/pages_bench.py --clients 20 [--duration 60] [--per-task 100]
+                                [--web-processes 1]
 """
 
 from __future__ import annotations
@@ -20,11 +34,19 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
+import http.client
 import json
+import math
 import os
+import re
+import shutil
 import statistics
 import sys
+import tempfile
+import threading
 import time
+import urllib.parse
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -124,49 +146,109 @@ def build_runs(big: Path, work: Path) -> dict[str, Any]:
     return runs
 
 
-def time_page(client: Any, path: str, repeats: int) -> dict[str, float]:
-    response = client.get(path)  # warm-up: caches, connections, templates
+def build_runs_directly() -> dict[str, Any]:
+    """A, B and C with their verdicts written straight into the database, then scored."""
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+
+    from evaluator.datasets import load_dataset
+    from tests.webapp.large_run import large_run_create
+    from webapp.benchmarks.services import dataset_import
+    from webapp.runs.models import Run
+    from webapp.teams.selectors import default_team
+    from webapp.teams.services import user_sign_up
+
+    call_command("migrate", "--no-input", "-v", "0")
+    dataset = dataset_import(loaded=load_dataset(), source="package:humaneval").dataset
+    user = User.objects.filter(username="bench").first() or user_sign_up(
+        username="bench", password="bench-password-123")
+    runs: dict[str, Any] = {"timings": {}}
+    for name, per_task in (("codegen-16b n=100", 100), ("codegen-16b first 50", 50),
+                           ("codegen-16b last 50", 50)):
+        existing = Run.objects.filter(name=name, status=Run.Status.FINISHED).first()
+        if existing is None:
+            start = time.perf_counter()
+            existing = large_run_create(owner=user, team=default_team(user=user),
+                                        dataset=dataset, per_task=per_task, name=name)
+            runs["timings"][name] = round(time.perf_counter() - start, 1)
+        runs[name] = existing
+    return runs
+
+
+def page_assets(html: str) -> list[str]:
+    """The static files a page loads: its scripts and style sheets, and the Plotly bundle
+    named by a chart's `data-plotly` (fetched by the page's script)."""
+    found = re.findall(r'<script[^>]+src="([^"]+)"', html)
+    found += re.findall(r'<link[^>]+rel="stylesheet"[^>]+href="([^"]+)"', html)
+    found += re.findall(r'<link[^>]+href="([^"]+)"[^>]+rel="stylesheet"', html)
+    found += sorted(set(re.findall(r'data-plotly="([^"]+)"', html)))
+    return list(dict.fromkeys(path for path in found if path.startswith("/static/")))
+
+
+def asset_size(url: str) -> int:
+    from django.contrib.staticfiles import finders
+
+    name = url.split("?", 1)[0].removeprefix("/static/")
+    # A hashed name from the manifest (`name.0123abcd.js`) is looked up without its hash.
+    path = finders.find(name) or finders.find(re.sub(r"\.[0-9a-f]{12}(\.\w+)$", r"\1", name))
+    return Path(str(path)).stat().st_size if path else 0
+
+
+def body_of(response: Any) -> bytes:
+    if hasattr(response, "streaming_content"):
+        return b"".join(response.streaming_content)
+    return bytes(response.content)
+
+
+def time_page(client: Any, path: str, repeats: int) -> dict[str, Any]:
+    """Cold (the first request, with the cache cleared) and warm times of one page, and
+    its weight."""
+    from django.core.cache import cache
+
+    cache.clear()
+    start = time.perf_counter()
+    response = client.get(path)
+    body = body_of(response)
+    cold = (time.perf_counter() - start) * 1000
     if response.status_code != 200:
         raise SystemExit(f"{path}: HTTP {response.status_code}")
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         response = client.get(path)
-        if hasattr(response, "streaming_content"):
-            for _chunk in response.streaming_content:
-                pass
+        body_of(response)
         times.append((time.perf_counter() - start) * 1000)
         assert response.status_code == 200, (path, response.status_code)
-    return {"median_ms": round(statistics.median(times), 1), "max_ms": round(max(times), 1)}
+    assets = page_assets(body.decode(errors="replace")) if b"<html" in body[:500] else []
+    sizes = {url: asset_size(url) for url in assets}
+    return {"cold_ms": round(cold, 1), "median_ms": round(statistics.median(times), 1),
+            "max_ms": round(max(times), 1), "html_bytes": len(body),
+            "asset_bytes": sum(sizes.values()),
+            "plotly": [url.rsplit("/", 1)[-1] for url in sizes if "/plotly/" in url]}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
-    parser.add_argument("--sandbox", default="auto")
-    parser.add_argument("--workers", type=int, default=2, help="evaluator threads")
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--work", default=str(REPO / "var" / "pages-bench"),
-                        help="where the database and derived files are kept between calls")
-    args = parser.parse_args()
-    shared = shared_dir()
-    big = next((shared / "generations/codegen-16b-n100").glob("*.jsonl.gz"))
+def in_process(args: argparse.Namespace) -> None:
     configure(args)
 
     import django
 
     django.setup()
     from django.contrib.auth.models import User
+    from django.db.models import F
     from django.test import Client
 
     print(f"load average before: {load_average()}", flush=True)
-    runs = build_runs(big, Path(args.work))
+    if args.evaluate:
+        big = next((shared_dir() / "generations/codegen-16b-n100").glob("*.jsonl.gz"))
+        runs = build_runs(big, Path(args.work))
+    else:
+        runs = build_runs_directly()
     a, b, c = (runs[name] for name in ("codegen-16b n=100", "codegen-16b first 50",
                                        "codegen-16b last 50"))
     client = Client()
     client.force_login(User.objects.get(username="bench"))
     team = a.team.slug
-    failing_problem = a.problem_results.filter(c__lt=100, c__gt=0).order_by("problem__number")
+    failing_problem = a.problem_results.filter(c__lt=F("n"), c__gt=0).order_by("problem__number")
     number = failing_problem.values_list("problem__number", flat=True).first() or 0
     pages = {
         "run page": f"/runs/{a.pk}/",
@@ -179,11 +261,13 @@ def main() -> None:
         "comparison (A vs B)": f"/compare/{a.pk}/{b.pk}/",
         "comparison, filtered": f"/compare/{a.pk}/{b.pk}/?differ=1&failures=1",
         "baseline vs 2": f"/compare/baseline/{a.pk}/?with={b.pk},{c.pk}",
+        "compare many (3 runs)": f"/compare/many/?runs={a.pk}&runs={b.pk}&runs={c.pk}",
         "side by side": f"/compare/{a.pk}/{b.pk}/problems/{number}/?ws=1&canonical=1",
         "leaderboard (global)": "/leaderboard/",
         "leaderboard (team)": f"/teams/{team}/leaderboard/",
         "leaderboard, scores=excluding": "/leaderboard/?scores=excluding",
         "leaderboard, scores=patched": "/leaderboard/?scores=patched",
+        "upload page": "/runs/new/",
         "problem list": "/problems/",
         "problem page": f"/problems/{number}/",
         "sample list (failed)": f"/runs/{a.pk}/samples/?status=failed",
@@ -196,8 +280,10 @@ def main() -> None:
     print(f"load average after: {load_average()}")
     print(f"\nDatabase: {args.database} · runs of {a.samples_total:,}, {b.samples_total:,} and "
           f"{c.samples_total:,} samples · pass@1 of A = "
-          f"{a.metrics.get(k=1).value:.4f} · sandbox {a.sandbox_backend}")
-    print(f"{'page':<30}{'median ms':>12}{'max ms':>10}  target")
+          f"{a.metrics.get(k=1).value:.4f} · "
+          f"{'evaluated' if args.evaluate else 'built directly'}")
+    print(f"{'page':<30}{'cold ms':>9}{'warm ms':>9}{'max ms':>9}{'HTML kB':>9}"
+          f"{'assets kB':>11}  Plotly bundle   target")
     targets = {"run page", "comparison (A vs B)", "leaderboard (global)", "leaderboard (team)",
                "run page, scores=excluding", "run page, scores=patched",
                "leaderboard, scores=excluding", "leaderboard, scores=patched"}
@@ -208,11 +294,197 @@ def main() -> None:
             verdict = "ok" if result["median_ms"] < TARGET_MS else "OVER 500 ms"
             if result["median_ms"] >= TARGET_MS:
                 failed.append(label)
-        print(f"{label:<30}{result['median_ms']:>12}{result['max_ms']:>10}  {verdict}")
+        print(f"{label:<30}{result['cold_ms']:>9}{result['median_ms']:>9}{result['max_ms']:>9}"
+              f"{result['html_bytes'] / 1000:>9.1f}{result['asset_bytes'] / 1000:>11.1f}  "
+              f"{', '.join(result['plotly']) or '-':<15} {verdict}")
     print(json.dumps({"database": args.database, "pages": figures,
-                      "evaluation_s": runs["timings"]}, indent=None))
+                      "build_s": runs["timings"]}, indent=None))
     if failed:
         raise SystemExit(f"over the 500 ms target: {', '.join(failed)}")
+
+
+# -- under load ----------------------------------------------------------------------------
+
+LOAD_GOALS_MS = {"run page (running)": 500.0, "run page (16,400)": 500.0,
+                 "leaderboard": 300.0}
+
+
+@dataclass
+class LoadClient:
+    """One viewer: a keep-alive connection and a signed-in session."""
+
+    host: str
+    cookie: str
+    times: dict[str, list[float]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def run(self, pages: dict[str, str], stop: float, offset: int) -> None:
+        connection = http.client.HTTPConnection(self.host, timeout=120)
+        labels = list(pages)
+        turn = offset
+        while time.monotonic() < stop:
+            label = labels[turn % len(labels)]
+            turn += 1
+            start = time.perf_counter()
+            try:
+                connection.request("GET", pages[label], headers={"Cookie": self.cookie})
+                response = connection.getresponse()
+                response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self.errors.append(f"{label}: {type(exc).__name__}: {exc}")
+                connection.close()
+                connection = http.client.HTTPConnection(self.host, timeout=120)
+                continue
+            elapsed = (time.perf_counter() - start) * 1000
+            if response.status != 200:
+                self.errors.append(f"{label}: HTTP {response.status}")
+            self.times.setdefault(label, []).append(elapsed)
+            if response.getheader("Connection", "").lower() == "close":
+                connection.close()
+                connection = http.client.HTTPConnection(self.host, timeout=120)
+        connection.close()
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))]
+
+
+def under_load(args: argparse.Namespace) -> None:
+    from bench.live_load import PASSWORD, post_run, write_samples
+    from evaluator.datasets import load_dataset
+    from tests.webapp.services.live_stack import Browser, add_user, api
+    from tests.webapp.services.real_services import (
+        PostgresDatabase,
+        RedisServer,
+        services_stack,
+    )
+
+    work = Path(tempfile.mkdtemp(prefix="pages-load-"))
+    database = redis_server = stack = None
+    try:
+        database = PostgresDatabase()
+        redis_server = RedisServer(work / "logs")
+        stack = services_stack(work, {
+            "DATABASE_URL": database.url, "REDIS_URL": redis_server.url,
+            "EVALUATOR_SANDBOX": args.sandbox,
+            # uvicorn's --workers defaults to this: web processes behind one socket.
+            "WEB_CONCURRENCY": str(args.web_processes),
+        }, concurrency=2, chunk_samples=25)
+        stack.prepare(static=True)
+        token = add_user(stack, "bench", PASSWORD)
+        start = time.perf_counter()
+        output = stack.manage("shell", "-c", (
+            "from tests.webapp.large_run import main; "
+            f"main('bench', {args.per_task}, 'codegen-16b n={args.per_task}'); "
+            "main('bench', 10, 'smaller model n=10'); main('bench', 5, 'tiny model n=5')"),
+            capture=True)
+        big = int(output.split()[-3])
+        print(f"built runs {output.split()[-3:]} ({args.per_task * 164:,} samples for the big "
+              f"one) in {time.perf_counter() - start:.1f} s", flush=True)
+        stack.start(timeout=180)
+        browser = Browser(stack.url)
+        browser.sign_in("bench", PASSWORD)
+        cookie = "; ".join(f"{c.name}={c.value}" for c in browser.jar)
+        problems = load_dataset().problems
+        per_task = max(1, args.running_samples // len(problems))
+        path = write_samples(work / "running.jsonl", problems, per_task=per_task,
+                             tag=f"load-{os.getpid()}-{time.time()}")
+        status, created = post_run(stack.url, token, path, "under load")
+        if status != 201:
+            raise SystemExit(f"upload: HTTP {status} {created}")
+        running = int(created["id"])
+        # Wait until the evaluation is really going: some samples done.
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            _, body = api(stack.url, token, f"/api/runs/{running}?problems=0")
+            if body["progress"]["done"] >= 10:
+                break
+            time.sleep(0.5)
+        done_before = body["progress"]["done"]
+        pages = {"run page (running)": f"/runs/{running}/",
+                 "run page (16,400)" if args.per_task == 100
+                 else f"run page ({args.per_task * 164:,})": f"/runs/{big}/",
+                 "leaderboard": "/leaderboard/",
+                 "api run": f"/api/runs/{running}"}
+        host = urllib.parse.urlsplit(stack.url).netloc
+        clients = [LoadClient(host=host, cookie=cookie) for _ in range(args.clients)]
+        print(f"load average before the clients: {load_average()}; run {running} at "
+              f"{done_before}/{body['progress']['total']} samples", flush=True)
+        stop = time.monotonic() + args.duration
+        threads = [threading.Thread(target=c.run, args=(pages, stop, i))
+                   for i, c in enumerate(clients)]
+        started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+        load_after = load_average()
+        _, body = api(stack.url, token, f"/api/runs/{running}?problems=0")
+        print(f"load average after {elapsed:.0f} s of {args.clients} clients: {load_after}; "
+              f"run {running}: {body['status']}, {body['progress']['done'] - done_before:,} "
+              f"samples evaluated meanwhile (sandbox policy {args.sandbox})")
+        total = sum(len(c.times.get(label, [])) for c in clients for label in pages)
+        print(f"{total:,} requests, {total / elapsed:.1f}/s, {args.web_processes} web "
+              f"process{'es' if args.web_processes > 1 else ''}")
+        print(f"{'page':<24}{'requests':>9}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}  goal")
+        results: dict[str, Any] = {}
+        for label in pages:
+            times = [t for c in clients for t in c.times.get(label, [])]
+            if not times:
+                print(f"{label:<24} no answer")
+                continue
+            p50, p95 = percentile(times, 0.5), percentile(times, 0.95)
+            goal = LOAD_GOALS_MS.get(label)
+            verdict = "" if goal is None else ("ok" if p95 < goal else f"OVER {goal:.0f} ms")
+            results[label] = {"n": len(times), "p50": round(p50), "p95": round(p95),
+                              "max": round(max(times))}
+            print(f"{label:<24}{len(times):>9}{p50:>9.0f}{p95:>9.0f}{max(times):>9.0f}  "
+                  f"{verdict}")
+        errors = [e for c in clients for e in c.errors]
+        if errors:
+            print(f"{len(errors)} errors, e.g. {errors[:5]}")
+        print(json.dumps({"clients": args.clients, "duration_s": round(elapsed),
+                          "load_average": load_after, "pages": results}))
+    finally:
+        if stack is not None:
+            stack.stop()
+        if redis_server is not None:
+            redis_server.stop()
+        if database is not None:
+            database.drop()
+        if args.keep:
+            print(f"work folder kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--sandbox", default="auto")
+    parser.add_argument("--workers", type=int, default=2, help="evaluator threads")
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--evaluate", action="store_true",
+                        help="evaluate CodeGen-16B's generations instead of building the runs")
+    parser.add_argument("--work", default=str(REPO / "var" / "pages-bench"),
+                        help="where the database and derived files are kept between calls")
+    parser.add_argument("--clients", type=int, default=0,
+                        help="concurrent clients against a real server (0: in-process)")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
+    parser.add_argument("--per-task", type=int, default=100,
+                        help="samples per task of the big finished run (100: 16,400)")
+    parser.add_argument("--running-samples", type=int, default=1640,
+                        help="samples of the run evaluated during the load")
+    parser.add_argument("--web-processes", type=int, default=1,
+                        help="uvicorn worker processes under load (WEB_CONCURRENCY)")
+    parser.add_argument("--keep", action="store_true", help="keep the stack's work folder")
+    args = parser.parse_args()
+    if args.clients:
+        under_load(args)
+    else:
+        in_process(args)
 
 
 if __name__ == "__main__":

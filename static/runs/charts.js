@@ -39,22 +39,39 @@
     return loading;
   }
 
+  function pushBand(traces, curve, color, group, alpha) {
+    traces.push({ x: curve.k, y: curve.high, mode: "lines", line: { width: 0 }, hoverinfo: "skip",
+      showlegend: false, legendgroup: group });
+    traces.push({ x: curve.k, y: curve.low, mode: "lines", line: { width: 0 }, fill: "tonexty",
+      fillcolor: rgba(color, alpha), hoverinfo: "skip", showlegend: false, legendgroup: group });
+  }
+
+  // pass^k, the chance that all k samples pass, in the run's colour but dashed, after its
+  // pass@k (so the first line of the chart stays pass@k). pass^1 is pass@1: one point.
+  function pushPassHatK(traces, curve, color) {
+    const hat = curve.pass_hat_k;
+    if (!hat || hat.k.length < 2) return;
+    const group = "h" + curve.run_id;
+    pushBand(traces, hat, color, group, 0.09);
+    traces.push({ x: hat.k, y: hat.value, mode: "lines", line: { color: color, width: 2, dash: "dash" },
+      name: curve.label + " · pass^k", legendgroup: group, meta: "pass^k",
+      customdata: hat.k.map((_, j) => [hat.low[j], hat.high[j]]),
+      hovertemplate: "pass^%{x} = %{y:.4f}<br>95% [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra>" + escapeHtml(curve.label) + "</extra>" });
+  }
+
   // pass@k for k = 1…n on a log axis: a line per run and its bootstrap band (the area
-  // between the interval's low and high values). A curve marked `live` is a running
-  // estimate with no band; its customdata is the number of problems behind each point.
+  // between the interval's low and high values), and pass^k's when the data has it. A curve
+  // marked `live` is a running estimate with no band; its customdata is the number of
+  // problems behind each point.
   function drawPassAtK(node, curves) {
     const maxK = Math.max(...curves.map((c) => c.k[c.k.length - 1] || 1));
     if (maxK === 1) return drawPassAt1(node, curves);
     const traces = [];
+    const withHat = curves.some((curve) => curve.pass_hat_k && curve.pass_hat_k.k.length > 1);
     curves.forEach((curve, i) => {
       const color = COLORS[i % COLORS.length];
       const group = "r" + curve.run_id;
-      if (curve.k.length > 1 && !curve.live) {
-        traces.push({ x: curve.k, y: curve.high, mode: "lines", line: { width: 0 }, hoverinfo: "skip",
-          showlegend: false, legendgroup: group });
-        traces.push({ x: curve.k, y: curve.low, mode: "lines", line: { width: 0 }, fill: "tonexty",
-          fillcolor: rgba(color, 0.18), hoverinfo: "skip", showlegend: false, legendgroup: group });
-      }
+      if (curve.k.length > 1 && !curve.live) pushBand(traces, curve, color, group, 0.18);
       const trace = { x: curve.k, y: curve.value, mode: curve.k.length > 1 ? "lines+markers" : "markers",
         marker: { size: curve.k.length > 1 ? 4 : 9, color: color }, line: { color: color, width: 2 },
         name: curve.label, legendgroup: group };
@@ -66,13 +83,15 @@
         trace.customdata = curve.k.map((_, j) => [curve.low[j], curve.high[j]]);
         trace.hovertemplate = "pass@%{x} = %{y:.4f}<br>95% [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra>" + escapeHtml(curve.label) + "</extra>";
       }
+      trace.meta = "pass@k";
       traces.push(trace);
+      pushPassHatK(traces, curve, color);
     });
     return Plotly.react(node, traces, {
       margin: { t: 10, r: 10, b: 45, l: 55 },
       xaxis: { type: "log", title: { text: "k (log scale)" }, range: [-0.02, Math.log10(maxK) + 0.02],
         tickvals: [1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 500, 1000].filter((v) => v <= maxK).concat(maxK) },
-      yaxis: { title: { text: "pass@k" }, range: [0, 1.02], tickformat: ".0%" },
+      yaxis: { title: { text: withHat ? "pass@k (solid), pass^k (dashed)" : "pass@k" }, range: [0, 1.02], tickformat: ".0%" },
       legend: { orientation: "h", y: -0.25 },
       hovermode: "closest",
     }, CONFIG);

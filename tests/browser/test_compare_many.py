@@ -37,7 +37,7 @@ def test_three_runs_get_a_heatmap_a_ranking_and_linked_cells(page: Any, site: Li
     assert page.title().startswith("3 runs compared")
     # Plotly has drawn the heatmap: one cell per ordered pair, the diagonal left blank.
     page.wait_for_selector("#many-heatmap .main-svg")
-    assert page.locator("#many-heatmap .hm").count() == 1
+    assert page.locator("#many-heatmap .shapelayer path").count() == 6
     ranks = page.locator("#ranking tbody tr")
     assert ranks.count() == 3
     assert sorted(int(pk) for pk in ranks.evaluate_all(

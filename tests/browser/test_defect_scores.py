@@ -104,7 +104,8 @@ def test_three_way_scores_on_the_run_page_and_the_leaderboard(
     assert "orig. 66.7%" in cell.inner_text()
     page.select_option("#scores-select", "original")
     page.click("#ways-selector button[type=submit]")
-    page.wait_for_url(re.compile(r"\?scores=original$"))
+    # The form carries the metric too (pass@k unless changed).
+    page.wait_for_url(re.compile(r"\?scores=original&metric=pass%40k$"))
     assert page.locator(f"#cell-{run_id}-1").inner_text().startswith("66.7%")
     alternatives = page.locator(f"#cell-{run_id}-1 .way-alt")
     assert alternatives.count() == 2

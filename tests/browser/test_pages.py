@@ -97,7 +97,8 @@ def test_pass_at_k_chart_is_drawn(page: Any, site: LiveSite):
     assert traces.count() >= 2, "the run and its overlay (each with its band)"
     assert page.locator("#pass-at-k-chart .xtick").count() >= 2
     legend = page.locator("#pass-at-k-chart .legendtext").all_text_contents()  # SVG text
-    assert legend == [f"alpha (#{site.alpha})", f"beta (#{site.beta})"]
+    assert legend == [f"alpha (#{site.alpha})", f"alpha (#{site.alpha}) · pass^k",
+                      f"beta (#{site.beta})", f"beta (#{site.beta}) · pass^k"]
     assert page.locator("#failure-chart .bars .point").count() >= 1
     screenshot(page, "run_page")
 

@@ -18,19 +18,32 @@ verified mark and its tooltip show: the definition, and the conditions the run f
 
 Each cell carries its run's three defect-aware scores (`webapp.defects.scores`); `scores`
 chooses which of them the board ranks by, leads with and tests ties on.
+
+`metric` chooses pass@k (at least one of k samples passes) or pass^k (all k pass). pass^k
+is derived from the chosen way's per-problem counts with the same bootstrap as pass@k
+(`webapp.runs.scoring`), and its ties are tested the same way, on per-problem pass^k.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from django.db.models import QuerySet
 
-from evaluator.metrics import MetricError, bootstrap_ci, pass_at_k_array, statistically_tied
-from webapp.defects.scores import ThreeWay, runs_three_way
+from evaluator.metrics import (
+    ALL_OF_K,
+    ANY_OF_K,
+    MetricError,
+    bootstrap_ci,
+    pass_at_k_array,
+    statistically_tied,
+)
+from webapp.defects.scores import Point, ThreeWay, Way, runs_three_way, task_number
 from webapp.query_params import BadQuery
 from webapp.runs.models import Run
+from webapp.runs.scoring import curve_points
 from webapp.runs.selectors import REPORTED_KS
 from webapp.runs.verified import Verification, runs_held, runs_verification
 
@@ -98,6 +111,13 @@ class Leaderboard:
     held: list[tuple[Run, Verification]] = field(default_factory=list)
     """Runs in scope kept off this board until their owner confirms them."""
     scores: str = "original"
+    metric: str = ANY_OF_K
+    """pass@k or pass^k: what every number of the board is."""
+
+    @property
+    def metric_prefix(self) -> str:
+        """"pass@" or "pass^", for the headings (pass@10, pass^10)."""
+        return self.metric[:-1]
 
     def sort_keys(self) -> list[str]:
         return ["model"] + [f"{column.key}:{k}" for column in self.columns for k in column.ks]
@@ -135,24 +155,47 @@ def mark_verification(board: Leaderboard, runs: LeaderboardRuns) -> None:
 
 
 def _paired_interval(a: dict[str, tuple[int, int]], b: dict[str, tuple[int, int]],
-                     k: int) -> tuple[float, float] | None:
-    """Bootstrap interval of mean over shared problems of pass@k(a) - pass@k(b), resampling
-    the problems with the same draws for both; None when they share no problem that has
-    k samples in both."""
+                     k: int, metric: str = ANY_OF_K) -> tuple[float, float] | None:
+    """Bootstrap interval of mean over shared problems of pass@k(a) - pass@k(b) (or pass^k),
+    resampling the problems with the same draws for both; None when they share no problem
+    that has k samples in both."""
     shared = sorted(task for task in a.keys() & b.keys() if a[task][0] >= k and b[task][0] >= k)
     if not shared:
         return None
     a_n, a_c = zip(*(a[task] for task in shared), strict=True)
     b_n, b_c = zip(*(b[task] for task in shared), strict=True)
-    differences = (pass_at_k_array(np.array(a_n), np.array(a_c), k)
-                   - pass_at_k_array(np.array(b_n), np.array(b_c), k))
+    differences = (pass_at_k_array(np.array(a_n), np.array(a_c), k, metric=metric)
+                   - pass_at_k_array(np.array(b_n), np.array(b_c), k, metric=metric))
     return bootstrap_ci(differences, resamples=RESAMPLES)
 
 
+@lru_cache(maxsize=2 * LEADERBOARD_RUNS)
+def _pass_hat_points(counts: tuple[tuple[str, int, int], ...],
+                     ks: tuple[int, ...]) -> dict[int, Point]:
+    """pass^k at `ks` from per-problem (task id, n, c), ordered as the scores of a way are
+    (so each run's bootstrap draws the same problems as its pass@k's)."""
+    task_ids, ns, cs = (list(column) for column in zip(*counts, strict=True))
+    return {point["k"]: Point(k=point["k"], value=point["value"], low=point["low"],
+                              high=point["high"])
+            for point in curve_points(ns, cs, task_ids=task_ids, metric=ALL_OF_K, ks=ks)}
+
+
+def _way_points(way: Way, metric: str) -> dict[int, Point]:
+    """The way's numbers in `metric`, at the k its pass@k has (none until it is ready)."""
+    if not way.ready or not way.points:
+        return {}
+    if metric == ANY_OF_K:
+        return dict(way.points)
+    counts = tuple((task, *way.counts[task])
+                   for task in sorted(way.counts, key=lambda t: (task_number(t), t)))
+    return _pass_hat_points(counts, tuple(sorted(way.points)))
+
+
 def build_leaderboard(*, runs: list[Run], sort: str = "", descending: bool = True,
-                      scores: str = "original") -> Leaderboard:
+                      scores: str = "original", metric: str = ANY_OF_K) -> Leaderboard:
     """`runs`: the finished runs in scope, newest first (the newest run of a model on a
-    dataset stands for it). `scores`: which defect-aware way ranks the board."""
+    dataset stands for it). `scores`: which defect-aware way ranks the board; `metric`:
+    pass@k or pass^k."""
     rows: dict[str, Row] = {}
     columns: dict[str, Column] = {}
     chosen: list[Run] = []
@@ -169,6 +212,7 @@ def build_leaderboard(*, runs: list[Run], sort: str = "", descending: bool = Tru
             natural_language=run.dataset.natural_language, variant=run.dataset.variant))
         column.versions.add(run.dataset.version)
     three = runs_three_way(runs=chosen, ks=REPORTED_KS)
+    shown = {run.pk: _way_points(three[run.pk].way(scores), metric) for run in chosen}
     for row in rows.values():
         for key, run in row.runs.items():
             for k in REPORTED_KS:
@@ -178,7 +222,7 @@ def build_leaderboard(*, runs: list[Run], sort: str = "", descending: bool = Tru
                 if k not in columns[key].ks:
                     columns[key].ks.append(k)
                 way = three[run.pk].way(scores)
-                point = way.at(k)
+                point = shown[run.pk].get(k)
                 if point is None:
                     row.waiting[(key, k)] = Cell(run=run, k=k, value=0.0, low=0.0, high=0.0,
                                                  three=three[run.pk], waiting=way.state)
@@ -188,13 +232,14 @@ def build_leaderboard(*, runs: list[Run], sort: str = "", descending: bool = Tru
     for column in columns.values():
         column.ks.sort()
     _mark_ties(list(rows.values()), list(columns.values()),
-               {run.pk: dict(three[run.pk].way(scores).counts) for run in chosen})
+               {run.pk: dict(three[run.pk].way(scores).counts) for run in chosen}, metric)
     ordered_columns = sorted(columns.values(), key=lambda c: (c.name, c.language,
                                                                c.natural_language, c.variant))
     board = Leaderboard(
         columns=ordered_columns, rows=list(rows.values()), sort="", descending=descending,
         harness_versions=sorted({run.harness_version for run in chosen}),
         sandboxes=sorted({run.sandbox_backend or "?" for run in chosen}), scores=scores,
+        metric=metric,
     )
     if not sort:
         first = ordered_columns[0] if ordered_columns else None
@@ -210,7 +255,7 @@ def build_leaderboard(*, runs: list[Run], sort: str = "", descending: bool = Tru
 
 
 def _mark_ties(rows: list[Row], columns: list[Column],
-               counts: dict[int, dict[str, tuple[int, int]]]) -> None:
+               counts: dict[int, dict[str, tuple[int, int]]], metric: str = ANY_OF_K) -> None:
     for column in columns:
         for k in column.ks:
             cells = [row.cells[(column.key, k)] for row in rows if (column.key, k) in row.cells]
@@ -223,7 +268,8 @@ def _mark_ties(rows: list[Row], columns: list[Column],
                     continue
                 interval = None
                 try:
-                    interval = _paired_interval(counts[cell.run.pk], counts[leader.run.pk], k)
+                    interval = _paired_interval(counts[cell.run.pk], counts[leader.run.pk], k,
+                                                metric)
                 except MetricError:
                     interval = None
                 if interval is not None:

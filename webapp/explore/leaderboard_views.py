@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from evaluator.metrics import ANY_OF_K, METRICS
 from webapp.defects.scores import WAY_LABELS, query_scores
 from webapp.explore.leaderboard import build_leaderboard, leaderboard_runs, mark_verification
 from webapp.query_params import handles_bad_query, query_choice, query_text
@@ -25,10 +26,12 @@ def _leaderboard(request: HttpRequest, runs: QuerySet[Run], *, team: Team | None
     chosen = leaderboard_runs(runs=runs)
     finished = chosen.listed
     scores = query_scores(request.GET)
-    board = build_leaderboard(runs=finished, sort=sort, descending=descending, scores=scores)
+    metric = query_choice(request.GET, "metric", METRICS, default=ANY_OF_K)
+    board = build_leaderboard(runs=finished, sort=sort, descending=descending, scores=scores,
+                              metric=metric)
     mark_verification(board, chosen)
     return render(request, "explore/leaderboard.html", {
-        "board": board, "team": team, "ways": WAY_LABELS,
+        "board": board, "team": team, "ways": WAY_LABELS, "metrics": METRICS,
         "verified_definition": VERIFIED_DEFINITION,
         "board_sort_state": f"{board.sort}:{'desc' if board.descending else 'asc'}",
     })

@@ -16,6 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from webapp.runs.models import Run, Sample
+from webapp.runs.selectors import run_pass_at_k, run_pass_hat_k
 from webapp.spreadsheet_csv import SpreadsheetCsvWriter
 
 MATRIX_COLUMNS = (
@@ -73,11 +74,15 @@ def matrix_csv(run: Run) -> Iterator[str]:
 
 
 def run_header(run: Run) -> dict[str, Any]:
+    """The run, and its scores as the API gives them: pass@k and pass^k (all k of k samples
+    pass) at every k, with their bootstrap intervals; empty before the run finishes."""
     return {
         "id": run.pk, "name": run.name, "model": run.model_name,
         "dataset": {"key": run.dataset.key, "version": run.dataset.version},
         "harness_version": run.harness_version, "sandbox": run.sandbox_backend,
         "options": run.options, "file": {"name": run.file_name, "sha256": run.file_sha256},
+        "pass_at_k": run_pass_at_k(run=run, ks=None),
+        "pass_hat_k": run_pass_hat_k(run=run, ks=None),
     }
 
 

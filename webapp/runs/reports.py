@@ -27,7 +27,7 @@ from webapp.query_params import BadQuery
 from webapp.runs.diffs import CharDiff, char_diff
 from webapp.runs.events import ProblemCount, SnapshotEvent
 from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
-from webapp.runs.selectors import REPORTED_KS, Viewer, visible_runs
+from webapp.runs.selectors import REPORTED_KS, Viewer, run_pass_hat_k, visible_runs
 
 TASK_ID = re.compile(r"HumanEval/\d{1,6}")
 OUTPUT_SHOWN = 20_000
@@ -115,9 +115,10 @@ def run_label(run: Run) -> str:
     return f"{run.name} (#{run.pk})"
 
 
-def run_curves(*, runs: list[Run]) -> list[dict[str, Any]]:
+def run_curves(*, runs: list[Run], with_pass_hat_k: bool = False) -> list[dict[str, Any]]:
     """pass@k for k = 1…n with its bootstrap band, one entry per run that has scores, in the
-    order given: the data of a Plotly chart."""
+    order given: the data of a Plotly chart. `with_pass_hat_k`: each entry also has
+    `pass_hat_k`, pass^k's curve in the same shape."""
     by_run: dict[int, dict[str, list[float]]] = {
         run.pk: {"k": [], "value": [], "low": [], "high": []} for run in runs
     }
@@ -129,11 +130,22 @@ def run_curves(*, runs: list[Run]) -> list[dict[str, Any]]:
         series["value"].append(round(value, 6))
         series["low"].append(round(low, 6))
         series["high"].append(round(high, 6))
-    return [
-        {"run_id": run.pk, "label": run_label(run), "url": run.get_absolute_url(),
-         **by_run[run.pk]}
-        for run in runs if by_run[run.pk]["k"]
-    ]
+    curves: list[dict[str, Any]] = []
+    for run in runs:
+        if not by_run[run.pk]["k"]:
+            continue
+        curve: dict[str, Any] = {"run_id": run.pk, "label": run_label(run),
+                                 "url": run.get_absolute_url(), **by_run[run.pk]}
+        if with_pass_hat_k:
+            points = run_pass_hat_k(run=run, ks=None)
+            curve["pass_hat_k"] = {
+                "k": [point["k"] for point in points],
+                "value": [round(point["value"], 6) for point in points],
+                "low": [round(point["low"], 6) for point in points],
+                "high": [round(point["high"], 6) for point in points],
+            }
+        curves.append(curve)
+    return curves
 
 
 def overlay_candidates(*, user: Viewer, run: Run, limit: int = 50) -> QuerySet[Run]:

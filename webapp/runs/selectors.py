@@ -137,8 +137,9 @@ def recent_log(*, run: Run, limit: int = LOG_LENGTH) -> list[LogEntry]:
     samples = (
         Sample.objects.filter(run=run, finished_at__isnull=False)
         .order_by("-finished_at", "-pk")
+        # Every field `sample_result` reads: a deferred one is a query per sample.
         .only("pk", "run_id", "task_id", "index", "status", "duration_ms", "cached",
-              "message", "result")[:limit]
+              "message", "program_hash", "result")[:limit]
     )
     return [sample_log_entry(sample) for sample in reversed(list(samples))]
 
@@ -201,6 +202,15 @@ def run_problem_counts(*, run: Run, up_to_seq: int) -> list[ProblemCount]:
 def run_event_seq(*, run_id: int) -> int:
     seq: int = Run.objects.filter(pk=run_id).values_list("event_seq", flat=True).get()
     return seq
+
+
+def run_interruptions(*, run: Run) -> list[RunEvent]:
+    """The times the run was interrupted (a worker died, the workbench restarted) and
+    resumed by itself, oldest first: its stored `run_recovering` events, whose
+    `created_at` says when and whose message says what."""
+    if not run.recoveries:
+        return []  # the common case, without a query
+    return list(RunEvent.objects.filter(run=run, type="run_recovering").order_by("seq"))
 
 
 def run_events_after(*, run: Run, after: int, limit: int) -> list[DurableEvent] | None:

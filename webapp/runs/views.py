@@ -62,7 +62,9 @@ from webapp.runs.reports import (
 from webapp.runs.selectors import (
     get_run_for_user,
     run_can_manage,
+    run_interruptions,
     run_pass_at_k,
+    run_pass_hat_k,
     run_snapshot,
     run_unstable_count,
     visible_runs,
@@ -160,6 +162,7 @@ def upload_cancel(request: SignedInRequest) -> HttpResponse:
 
 
 MAX_OVERLAYS = 8
+PROBLEMS_PER_PAGE = 50
 SAMPLES_PER_PAGE = 100
 
 
@@ -186,7 +189,12 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     table = run_problem_table(run=run, sort=sort, descending=descending, query=text,
                               show=show, status=status, live=live_rows,
                               live_statuses=live_statuses)
+    # A page of the table at a time: 164 rows drawn and sent on every view made the page
+    # 17,000 px tall and most of its server time.
+    problem_page = Paginator(table.rows, PROBLEMS_PER_PAGE).get_page(
+        query_int(params, "page", default=1, minimum=1))
     metrics = run_pass_at_k(run=run, ks=run_reported_ks(run))
+    pass_hat = {point["k"]: point for point in run_pass_hat_k(run=run, ks=run_reported_ks(run))}
     failures = (run_failure_breakdown(run=run, up_to_seq=snapshot["seq"] if run.is_active else None)
                 if snapshot["progress"]["done"] else [])
     return render(request, "runs/run_detail.html", {
@@ -195,21 +203,24 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "sanitizing": run_sanitizing(run=run),
         "unstable": run_unstable_count(run=run),
         "unstable_url": samples_url(run, unstable="1"),
+        "interruptions": run_interruptions(run=run),
         "snapshot": snapshot,
         "log": reversed(snapshot["log"]),
         "table": table,
+        "problem_page": problem_page,
         "table_state": {"sort": sort, "descending": descending, "show": show,
                         "status": status, "q": text},
         "sort_state": f"{sort}:{'desc' if descending else 'asc'}",
         "problem_shows": PROBLEM_SHOWS,
         "statuses": STATUSES,
         "reported": metrics,
+        "reported_pass_hat": pass_hat,
         "failures": failures,
         "overlays": overlays,
         "overlay_ids": [o.pk for o in overlays],
         "overlay_candidates": overlay_candidates(user=request.user, run=run),
         "chart_data": {
-            "curves": run_curves(runs=[run, *overlays]),
+            "curves": run_curves(runs=[run, *overlays], with_pass_hat_k=True),
             "failures": [{"label": bar.label, "count": bar.count, "url": bar.url,
                           "status": bar.status, "error_type": bar.error_type}
                          for bar in failures],
