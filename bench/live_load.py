@@ -6,11 +6,14 @@ of its own on a spare port, then uvicorn, a Celery worker (`--concurrency 2`) an
 beat, as production runs them. Then, one part at a time, with the load average before and
 after each:
 
-1. viewers: N `LiveViewer`s (`?after=0`, one signed-in session) watch a new run of
-   --samples (10 per task: canonical, wrong and raising completions, all distinct);
-   each must get every `sample_finished` once, durable numbers 1..N without a gap, and
-   `run_finished`. Reports reconnections and the delay from a sample's `finished_at` in
-   the database to a viewer receiving its event;
+1. viewers: a new run of --samples (10 per task: canonical, wrong and raising
+   completions, all distinct); once --join-at of it is done (a busy run), N `LiveViewer`s
+   (one signed-in session) open its page's socket at once, as pages do (no `after`: a
+   snapshot first). Each must get the snapshot, then every durable event after it once,
+   without a gap, up to `run_finished`. Reports the latency from opening the socket to the
+   snapshot, and from the run's end (`finished_at` in the database) to each viewer's
+   `run_finished`, p50/p95/max with the load average, reconnections, and the delay from a
+   sample's `finished_at` to a viewer receiving its event;
 2. uploads: 10 threads send `POST /api/runs` at once (a barrier), a distinct 164-sample
    file each; every answer must be 201; then the time until the last run has finished;
 3. page: the run page, `GET /api/runs/<id>` and `/runs/<id>/samples/` of the biggest run
@@ -18,6 +21,7 @@ after each:
    first; else the run of part 1), 30 sequential requests each over loopback.
 
     python bench/live_load.py [--parts viewers,uploads,page] [--viewers 50] [--samples 1000]
+                              [--join-at 0.1]
                               [--sandbox auto|none|bwrap|gvisor] [--big-samples N]
                               [--timeout 7200] [--keep]
 
@@ -144,15 +148,28 @@ def run_summary(stack: Stack, token: str, run_id: int) -> dict[str, Any]:
 
 class TimedViewer(LiveViewer):
     """A LiveViewer that notes the wall-clock time each event arrived. Ephemeral events
-    (`sample_started`, `test_reported`: no `seq`) are only counted, to spare memory."""
+    (`sample_started`, `test_reported`, `sample_ended`: no `seq`) are only counted, to
+    spare memory."""
 
     def __init__(self, browser: Browser, run_id: int, *, deadline: float) -> None:
-        super().__init__(browser, run_id, after=0, deadline=deadline)
+        super().__init__(browser, run_id, after=None, deadline=deadline)
         self.received_at: list[float] = []
         self.ephemeral: Counter[str] = Counter()
+        self.opened_at: float | None = None
+
+    def run(self) -> None:
+        self.opened_at = time.time()  # the first socket is opened at once
+        super().run()
+
+    def snapshot(self) -> tuple[dict[str, Any], float] | None:
+        """The first snapshot and when it arrived."""
+        for event, at in zip(self.events, self.received_at, strict=False):
+            if event["type"] == "snapshot":
+                return event, at
+        return None
 
     def _receive(self, event: dict[str, Any]) -> None:
-        if event["type"] in ("sample_started", "test_reported"):
+        if event["type"] in ("sample_started", "test_reported", "sample_ended"):
             self.ephemeral[event["type"]] += 1
             return
         self.received_at.append(time.time())
@@ -282,12 +299,16 @@ class Bench:
         groups = {key: process.pid for key, process in self.stack.processes.items()
                   if key in ("web", "worker")}
         cpu = {key: group_cpu_seconds(pgid) for key, pgid in groups.items()}
+        # This process too: its viewers are clients that a loaded machine also slows, and
+        # the times they note are their own.
+        own = sum(os.times()[:2])
         start = time.perf_counter()
         try:
             getattr(self, name)()
         finally:
             elapsed = time.perf_counter() - start
             used = {key: group_cpu_seconds(pgid) - cpu[key] for key, pgid in groups.items()}
+            used["bench (the viewers' side)"] = sum(os.times()[:2]) - own
             print(f"  broker queues now: {self.backlog()}", flush=True)
             self.report.add(name, "CPU of the process groups", ", ".join(
                 f"{key} {seconds:,.0f} s ({seconds / elapsed:.0%} of one core)"
@@ -316,31 +337,66 @@ class Bench:
         if status != 201:
             raise RuntimeError(f"upload for the viewers: HTTP {status} {created}")
         run_id = self.viewers_run = int(created["id"])
+        print(f"  run {run_id} created in {time.perf_counter() - start:.2f} s", flush=True)
+        # A busy run: the viewers come once part of it is done, all at once.
+        join_at = max(1, int(args.samples * args.join_at))
+        deadline = time.monotonic() + args.timeout
+        while (done := int(self.database.query(
+                "SELECT done_count FROM runs_run WHERE id = %s", run_id)[0][0])) < join_at:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"run {run_id} never reached {join_at} samples done")
+            time.sleep(0.1)
         viewers = [TimedViewer(self.browser, run_id, deadline=args.timeout)
                    for _ in range(args.viewers)]
+        joining_load = load_average()
         for viewer in viewers:
             viewer.start()
-        print(f"  run {run_id} created in {time.perf_counter() - start:.2f} s; "
-              f"{len(viewers)} viewers started", flush=True)
+        print(f"  {len(viewers)} viewers opened their sockets at {done:,} samples done, "
+              f"load {joining_load}", flush=True)
         wait_viewers(viewers, timeout=args.timeout, label="viewers")
+        ending_load = load_average()
         first_seen = min(v.finished_at() or math.inf for v in viewers)
         summary = run_summary(self.stack, self.token, run_id)
         done_at = finished_times(self.database, run_id)
         total = summary["progress"]["total"]
-        final_seq = int(self.database.query(
-            "SELECT event_seq FROM runs_run WHERE id = %s", run_id)[0][0])
-        expected_seqs = list(range(1, final_seq + 1))
+        final_seq, run_finished_at = self.database.query(
+            "SELECT event_seq, finished_at FROM runs_run WHERE id = %s", run_id)[0]
+        final_seq = int(final_seq)
+        sample_seqs = dict(self.database.query(
+            "SELECT id, seq FROM runs_sample WHERE run_id = %s", run_id))
 
         complete = gap_free = 0
         counts, reconnections, errors = [], 0, Counter[str]()
         delays: list[float] = []
         live_delays: list[float] = []
+        snapshot_latencies: list[float] = []
+        final_latencies: list[float] = []
+        late_snapshots = 0
         for viewer in viewers:
+            snapshot = viewer.snapshot()
+            if snapshot is None:
+                continue
+            first, first_at = snapshot
+            assert viewer.opened_at is not None
+            snapshot_latencies.append(first_at - viewer.opened_at)
+            seen_end = viewer.finished_at()
+            if first["status"] in ("finished", "failed", "cancelled"):
+                # Its snapshot came after the run's end, and is all it needs.
+                late_snapshots += 1
+                complete += 1
+                gap_free += viewer.durable() == []
+                continue
+            if seen_end is not None and isinstance(run_finished_at, datetime):
+                final_latencies.append(seen_end - run_finished_at.timestamp())
+            # After its snapshot, each viewer must get exactly the samples finished later.
+            expected_ids = {pk for pk, seq in sample_seqs.items()
+                            if seq is not None and seq > first["seq"]}
             ids = viewer.finished_sample_ids()
             counts.append(len(ids))
-            once = len(ids) == len(set(ids)) == total and set(ids) == set(done_at)
-            complete += once and viewer.finished_at() is not None
-            gap_free += [e["seq"] for e in viewer.durable()] == expected_seqs
+            once = len(ids) == len(set(ids)) and set(ids) == expected_ids
+            complete += once and seen_end is not None
+            gap_free += [e["seq"] for e in viewer.durable()] == list(
+                range(first["seq"] + 1, final_seq + 1))
             reconnections += max(0, viewer.connections - 1)
             errors.update(error.split(":")[0] for error in viewer.errors)
             joined = viewer.received_at[0] if viewer.received_at else math.inf
@@ -365,18 +421,25 @@ class Bench:
                        f"{evaluated:,.1f} s ({total / evaluated:,.1f} samples/s)")
         report.add("viewers", "last sample stored -> run finished (finalize wait + scoring)",
                    spread(scoring_waits(self.database, [run_id]), unit=1.0))
-        report.add("viewers", "viewers with every sample_finished once + run_finished",
-                   f"{complete}/{n}")
-        report.add("viewers", "sample_finished per viewer", f"min {min(counts):,}, "
-                   f"max {max(counts):,} (expected {total:,})")
-        report.add("viewers", f"durable seq gap-free 1..{final_seq}", f"{gap_free}/{n}")
-        first_events = [v.received_at[0] - start_wall for v in viewers if v.received_at]
-        report.add("viewers", "upload sent -> each viewer's first event", spread(first_events))
+        report.add("viewers", "socket opened -> first snapshot "
+                   f"({len(snapshot_latencies)}/{n} viewers, load {joining_load})",
+                   spread(snapshot_latencies))
+        report.add("viewers", "run's finished_at -> each viewer's run_finished "
+                   f"({len(final_latencies)}/{n} viewers, load {ending_load}; "
+                   f"{late_snapshots} got a snapshot of the finished run instead)",
+                   spread(final_latencies))
+        report.add("viewers", "viewers with every sample_finished after their snapshot "
+                   "once + run_finished", f"{complete}/{n}")
+        report.add("viewers", "sample_finished per viewer (after the snapshot)",
+                   f"min {min(counts, default=0):,}, max {max(counts, default=0):,} "
+                   f"(of {total:,} in the run)")
+        report.add("viewers", f"durable seq gap-free from the snapshot's to {final_seq}",
+                   f"{gap_free}/{n}")
         report.add("viewers", "connections opened",
                    f"{sum(v.connections for v in viewers)} for {n} viewers "
                    f"({reconnections} reconnections; errors {dict(errors) or 'none'})")
         ephemeral = {kind: [v.ephemeral[kind] for v in viewers]
-                     for kind in ("sample_started", "test_reported")}
+                     for kind in ("sample_started", "test_reported", "sample_ended")}
         report.add("viewers", "ephemeral events per viewer (no seq, may be dropped)",
                    "; ".join(f"{kind} min {min(c):,} max {max(c):,}"
                              for kind, c in ephemeral.items()))
@@ -384,6 +447,8 @@ class Bench:
                    spread(delays))
         report.add("viewers", f"  of which live, finished after the viewer joined "
                    f"({len(live_delays):,})", spread(live_delays))
+        report.check(len(snapshot_latencies) == n,
+                     f"{n - len(snapshot_latencies)} viewers got no snapshot")
         report.check(complete == n, f"{n - complete} viewers missed or repeated events")
         report.check(gap_free == n, f"{n - gap_free} viewers saw gaps in the durable numbers")
         report.check(summary["status"] == "finished", f"run {run_id} ended {summary['status']}")
@@ -579,6 +644,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--big-samples", type=int, default=0,
                         help="cap the CodeGen-16B run at about N samples (N // 164 per task); "
                              "0: all 16,400")
+    parser.add_argument("--join-at", type=float, default=0.1,
+                        help="the viewers open their sockets once this fraction of the run "
+                             "is done")
     parser.add_argument("--timeout", type=float, default=7200.0,
                         help="seconds any one run may take to finish")
     parser.add_argument("--keep", action="store_true", help="leave the stack's logs")

@@ -3,6 +3,13 @@
 // carry `seq`; on reconnecting, the page asks for what came after the last one it saw
 // (`?after=<seq>`) and the server sends exactly those, then live ones.
 //
+// "Running now" holds one row per sample that has started and not ended, keyed by sample
+// id, so a repeated event changes nothing. Events may come out of order: one sent from the
+// database (a catch-up, a snapshot) overtakes a `sample_started` still in the channel. A
+// sample that ended never gets a row again; when its `sample_finished` comes again live,
+// the server says `sample_ended`; a snapshot or a recovery (work taken back from a dead
+// worker) clears the rows, which the samples still running fill again as they report.
+//
 // This script runs before any chart code and opens the socket first. The per-problem table
 // and the charts are redrawn from the page's own counts, at most a few times a second: the
 // counts the page was drawn with (up to event `seq`) plus every sample_finished after it.
@@ -15,6 +22,10 @@
   const LOG_LIMIT = 200;
   const REDRAW_MS = 300;
   const FINAL = ["finished", "cancelled", "failed"];
+  // webapp/runs/consumers.py: refused (the run is not, or no longer, visible to this user),
+  // and "try again later" (the server's channel layer is away for a moment).
+  const CLOSE_NOT_ALLOWED = 4403;
+  const CLOSE_TRY_AGAIN = 1013;
   const $ = (id) => document.getElementById(id);
 
   // charts.js waits for this before fetching Plotly (or for a few seconds at most, so a
@@ -257,9 +268,11 @@
   if (typeof config.running_seconds === "number") startClock(config.running_seconds);
 
   // -- counters, the log, the samples running now --------------------------------------------
-  const state = { done: config.done, seq: config.seq, logged: new Set(), finished: false, retries: 0 };
+  const state = { done: config.done, seq: config.seq, logged: new Set(), ended: new Set(),
+    finished: false, retries: 0 };
   document.querySelectorAll("#log [data-sample]").forEach((node) => {
     state.logged.add(Number(node.dataset.sample));
+    state.ended.add(Number(node.dataset.sample));
   });
 
   function applyProgress(progress, force) {
@@ -312,13 +325,24 @@
   }
 
   function started(event) {
+    if (state.ended.has(event.sample_id)) return;  // it overtook this: no row
     runningRow(event.sample_id, event.task_id, event.completion_id);
+  }
+
+  function ended(sampleId) {
+    state.ended.add(sampleId);
+    const running = document.getElementById("running-" + sampleId);
+    if (running) running.remove();
+  }
+
+  function clearRunning() {
+    $("running").replaceChildren();
   }
 
   // One test of a sample that is still running: a dot appears as soon as the program
   // reports it, before the sample finishes.
   function testReported(event) {
-    if (state.logged.has(event.sample_id)) return;
+    if (state.ended.has(event.sample_id)) return;
     const item = runningRow(event.sample_id, event.task_id, event.completion_id);
     const dots = item.querySelector(".live-tests");
     const test = event.test;
@@ -333,16 +357,9 @@
 
   function finished(event) {
     const entry = event.entry;
-    const running = document.getElementById("running-" + entry.sample_id);
-    const item = addLog(entry);
-    if (running) {
-      // Its per-test outcomes, shown where it was running, then it moves to the log.
-      const dots = (item || fromServer(entry.html)).querySelector(".tests-dots");
-      running.replaceChildren(text("span", entry.task_id + " #" + entry.completion_id, "task"),
-        text("span", entry.status, "status status-" + entry.status));
-      if (dots) running.appendChild(dots.cloneNode(true));
-      setTimeout(() => running.remove(), 1500);
-    }
+    // It leaves "Running now" at once; its per-test outcomes are on its log entry.
+    ended(entry.sample_id);
+    addLog(entry);
     applyProgress(event.progress, false);
     countSample(event);
   }
@@ -374,6 +391,7 @@
   }
 
   function recovering(event) {
+    clearRunning();  // the taken-back samples run again, and say so when they start
     const notice = $("recovery-notice");
     notice.textContent = event.message + " The run is resuming by itself.";
     notice.hidden = false;
@@ -381,6 +399,8 @@
 
   const handlers = {
     snapshot(event) {
+      clearRunning();
+      for (const entry of event.log) state.ended.add(entry.sample_id);
       applyProgress(event.progress, true);
       setStatus(event.status);
       for (const entry of event.log) addLog(entry);
@@ -392,6 +412,7 @@
     sample_started: started,
     test_reported: testReported,
     sample_finished: finished,
+    sample_ended(event) { ended(event.sample_id); },
     run_recovering: recovering,
     run_finished(event) {
       setStatus(event.status);
@@ -411,7 +432,7 @@
     const link = text("a", "show the final table and charts, with their intervals");
     link.href = window.location.pathname;
     $("live-state").replaceChildren(document.createTextNode("· " + status + " — "), link);
-    $("running").replaceChildren();
+    clearRunning();
     const cancel = document.getElementById("cancel-link");
     if (cancel) cancel.remove();  // Re-run appears with the reload.
     if (socket) socket.close();
@@ -433,11 +454,19 @@
       const handler = handlers[event.type];
       if (handler) handler(event);
     };
-    socket.onclose = () => {
+    socket.onclose = (closed) => {
       if (state.finished) return;
+      if (closed.code === CLOSE_NOT_ALLOWED) {
+        // Deleted, made private, or the session ended: trying again would not help.
+        $("live-state").textContent = "· no longer shown live to you: reload the page";
+        return;
+      }
       // Reconnect with backoff, asking for what came after the last event seen.
       state.retries += 1;
-      $("live-state").textContent = "· reconnecting…";
+      $("live-state").textContent = closed.code === CLOSE_TRY_AGAIN
+        ? "· the server's message service is away for a moment; trying again, reconnecting…"
+        : "· reconnecting…";
+      $("live-state").dataset.closeCode = String(closed.code);
       setTimeout(connect, Math.min(10000, 250 * 2 ** state.retries));
     };
   }

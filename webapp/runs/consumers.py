@@ -6,13 +6,24 @@ the durable events it missed, rebuilt from the database, then the live ones. Eve
 in number order and each durable event is sent once: one the channel layer dropped (a
 Redis restart, a full channel) is noticed by the gap it leaves, or by a periodic look at
 the run's last number, and sent from the database.
+
+Many viewers of one run cost little more than one. A web process joins the run's group
+once, whatever the number of its viewers (`RunFeed`), so each event crosses the channel
+layer once per process, not once per viewer; viewers that join while a snapshot is being
+drawn share the next one drawn after they joined; and a live event is drawn and encoded
+once per process. While the channel layer is away, a viewer
+is accepted and closed at once with CLOSE_TRY_AGAIN, which the page understands and
+retries; only a viewer who may not see the run gets CLOSE_NOT_ALLOWED.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import time
+from collections import OrderedDict
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -23,17 +34,143 @@ from django.db import DatabaseError
 from django.http import Http404
 from redis.exceptions import RedisError
 
-from webapp.runs.events import with_log_html
-from webapp.runs.live import run_group
+from webapp.runs.events import SampleEndedEvent, with_log_html
+from webapp.runs.lifecycle import ACCESS_MESSAGE
+from webapp.runs.live import MESSAGE_TYPE, run_group
 from webapp.runs.models import Run
 from webapp.runs.selectors import get_run_for_user, run_event_seq, run_events_after, run_snapshot
 
 logger = logging.getLogger(__name__)
 
 CLOSE_NOT_ALLOWED = 4403
-CLOSE_LAYER_LOST = 1011
+CLOSE_TRY_AGAIN = 1013
+"""The channel layer is away (Redis restarting): the page says so and connects again. 1013
+is the WebSocket code for "try again later"; a refusal before the handshake would reach
+the browser as HTTP 403, which means "not allowed"."""
+DRAWN_EVENTS_KEPT = 512
+GAP_WAIT_SECONDS = 0.5
+"""How long a durable event that came ahead of its turn waits for those before it, before
+they are sent from the database. Several workers emit their events in their own order
+after their commits, so a later number often arrives a moment before an earlier one; a
+trip to the database for each such gap, per viewer, delayed every viewer by seconds."""
+AHEAD_MAX = 200
+"""More events ahead of their turn than this: the gap is filled at once."""
 CATCH_UP_LIMIT = 5000
 """A viewer that missed more durable events than this gets a snapshot instead."""
+INBOX_MAX = 2000
+"""Messages waiting for one viewer beyond this are dropped for it, as a full channel would
+drop them: its durable events come again from the database."""
+LOST = "feed.lost"
+"""The message a viewer gets when its process's feed of the run lost the channel layer."""
+BEHIND = "feed.behind"
+"""The message a viewer gets when the run's last number is past the last it was sent."""
+
+
+class RunFeed:
+    """A run's group messages for the viewers of the run in this web process.
+
+    The process joins the group on one channel of its own and hands each message to every
+    viewer's inbox; the channel layer carries each event once per process instead of once
+    per viewer, which is what kept 50 viewers of a busy run seconds behind.
+    """
+
+    def __init__(self, layer: Any, group: str, run_id: int) -> None:
+        self.layer = layer
+        self.group = group
+        self.run_id = run_id
+        self.channel = ""
+        self.viewers: set[RunConsumer] = set()
+        self.closed = False
+        self.pump: asyncio.Task[None] | None = None
+        self.watch: asyncio.Task[None] | None = None
+        self.ready: asyncio.Future[None] = asyncio.ensure_future(self._join())
+
+    async def _join(self) -> None:
+        self.channel = await self.layer.new_channel()
+        await self.layer.group_add(self.group, self.channel)
+        self.pump = asyncio.ensure_future(self._pump())
+        self.watch = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        """Now and then, one look per process (not per viewer) at the run's last number: the
+        last events of a run (its end, say) may be dropped with no later event to reveal
+        the gap, and a viewer that was sent less catches up."""
+        while True:
+            await asyncio.sleep(settings.LIVE_RECONCILE_SECONDS)
+            if all(viewer.ended for viewer in self.viewers):
+                continue
+            try:
+                latest = await database_sync_to_async(run_event_seq)(run_id=self.run_id)
+            except DatabaseError as exc:
+                # The database is away for a moment; the next look will do.
+                logger.warning("run %s: could not compare live events: %s", self.run_id, exc)
+                continue
+            for viewer in list(self.viewers):
+                if not viewer.ended and viewer.sent_seq < latest:
+                    viewer.inbox.put_nowait({"type": BEHIND, "seq": latest})
+
+    async def _pump(self) -> None:
+        try:
+            while True:
+                message = await self.layer.receive(self.channel)
+                for viewer in list(self.viewers):
+                    if viewer.inbox.qsize() < INBOX_MAX:
+                        viewer.inbox.put_nowait(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # The layer went away: every viewer here is told to try again.
+            logger.warning("the live feed of %s lost the channel layer: %r", self.group, exc)
+            self._close()
+            for viewer in list(self.viewers):
+                viewer.inbox.put_nowait({"type": LOST})
+
+    def _close(self) -> None:
+        self.closed = True
+        if self.watch is not None:
+            self.watch.cancel()
+        key = (id(asyncio.get_running_loop()), self.group)
+        if _feeds.get(key) is self:
+            del _feeds[key]
+
+    async def leave(self, viewer: RunConsumer) -> None:
+        self.viewers.discard(viewer)
+        if self.viewers or self.closed:
+            return
+        self._close()
+        if self.pump is not None:
+            self.pump.cancel()
+        if self.ready.done() and not self.ready.cancelled() and self.ready.exception() is None:
+            with contextlib.suppress(Exception):
+                await self.layer.group_discard(self.group, self.channel)
+
+
+_feeds: dict[tuple[int, str], RunFeed] = {}
+"""(event loop, group) -> the feed of the group's viewers in this process."""
+
+
+async def join_feed(layer: Any, run_id: int, viewer: RunConsumer) -> RunFeed:
+    """Add `viewer` to this process's feed of the run, joining the run's group first if no
+    viewer here has; every message sent to the group after this returns reaches the
+    viewer."""
+    group = run_group(run_id)
+    while True:
+        key = (id(asyncio.get_running_loop()), group)
+        feed = _feeds.get(key)
+        if feed is None:
+            feed = _feeds[key] = RunFeed(layer, group, run_id)
+        feed.viewers.add(viewer)
+        try:
+            # Shielded: a viewer that leaves does not cancel the join the others wait for.
+            await asyncio.shield(feed.ready)
+        except BaseException:
+            feed.viewers.discard(viewer)
+            if feed.ready.done():
+                feed._close()  # joining failed: the next viewer tries again
+            raise
+        if not feed.closed:
+            return feed
+        feed.viewers.discard(viewer)  # it lost the layer meanwhile: a new one
 
 
 class RunConsumer(AsyncJsonWebsocketConsumer):
@@ -47,28 +184,39 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
     run: Run | None = None
     sent_seq = 0
     ended = False
-    reconciler: asyncio.Task[None] | None = None
+    accepted = False
+    gap_timer: asyncio.Task[None] | None = None
+    reader: asyncio.Task[None] | None = None
+    feed: RunFeed | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
             await super().__call__(scope, receive, send)
         except (RedisError, OSError) as exc:
-            if isinstance(exc, RedisError):
+            if isinstance(exc, RedisError) or not self.accepted:
                 # The channel layer went away (Redis restarting): close the socket; the page
-                # reconnects and catches up from the database.
+                # reconnects and catches up from the database. Accepted first when it was
+                # not yet, or the server would answer the handshake with 403.
                 logger.warning("run websocket closed, the channel layer is unavailable: %r",
                                exc)
                 with contextlib.suppress(Exception):
-                    await send({"type": "websocket.close", "code": CLOSE_LAYER_LOST})
+                    if not self.accepted:
+                        await send({"type": "websocket.accept"})
+                    await send({"type": "websocket.close", "code": CLOSE_TRY_AGAIN})
             # Otherwise the browser had already gone (the server's ClientDisconnected).
         finally:
-            if self.reconciler is not None:
-                self.reconciler.cancel()
-            if self.group is not None:
-                # Leave the run's group whatever ended the socket, or its events keep
-                # filling this server's inbox.
+            for task in (self.gap_timer, self.reader):
+                if task is not None:
+                    task.cancel()
+            if self.feed is not None:
+                # Leave the run's feed whatever ended the socket, or its events keep
+                # filling this viewer's inbox.
                 with contextlib.suppress(Exception):
-                    await self.channel_layer.group_discard(self.group, self.channel_name)
+                    await self.feed.leave(self)
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -82,25 +230,52 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_NOT_ALLOWED)
             return
         self.lock = asyncio.Lock()
+        self.ahead: dict[int, dict[str, Any]] = {}
         self.group = run_group(run_id)
         # Join before reading the database, so that nothing committed after the read is
-        # missed; what arrives meanwhile waits in the channel until the catch-up is sent.
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        # missed; what arrives meanwhile waits in the inbox until the catch-up is sent (the
+        # reader waits for the lock).
+        self.feed = await join_feed(self.channel_layer, run_id, self)
+        joined = time.monotonic()
         await self.accept()
+        self.accepted = True
+        self.reader = asyncio.ensure_future(self._read_inbox())
         after = _after(self.scope.get("query_string", b""))
         async with self.lock:
             if after is None or not await self._catch_up(after):
-                await self._send_snapshot()
-        self.reconciler = asyncio.ensure_future(self._reconcile())
+                await self._send_snapshot(joined=joined)
 
     async def disconnect(self, code: int) -> None:
-        if self.reconciler is not None:
-            self.reconciler.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.reconciler
-        if self.group is not None:
+        for task in (self.gap_timer, self.reader):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if self.feed is not None:
             with contextlib.suppress(Exception):
-                await self.channel_layer.group_discard(self.group, self.channel_name)
+                await self.feed.leave(self)
+
+    async def _read_inbox(self) -> None:
+        """Handle what the run's feed hands this viewer, in order."""
+        handlers = {MESSAGE_TYPE: self.run_event, ACCESS_MESSAGE: self.run_access}
+        try:
+            while True:
+                message = await self.inbox.get()
+                if message["type"] == LOST:
+                    self.ended = True
+                    await self.close(code=CLOSE_TRY_AGAIN)
+                    return
+                if message["type"] == BEHIND:
+                    await self._catch_up_to(message["seq"])
+                    continue
+                handler = handlers.get(message["type"])
+                if handler is not None:
+                    await handler(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # The socket is gone (the client left, say).
+            logger.info("run websocket: live events stopped: %r", exc)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         # The page only listens; anything it sends is ignored.
@@ -114,14 +289,61 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
             return
         async with self.lock:
             if seq <= self.sent_seq:
+                if event["type"] == "sample_finished":
+                    # Sent already, from the database (a snapshot or a catch-up), perhaps
+                    # before this sample's `sample_started` was forwarded: the page is told
+                    # again that it ended, so that no row stays "running".
+                    await self.send_json(SampleEndedEvent(
+                        type="sample_ended", run_id=event["run_id"],
+                        sample_id=event["entry"]["sample_id"]))
                 return
             if seq > self.sent_seq + 1:
-                # Something before it was dropped on the way: send the gap from the database
-                # (which holds this event too, since events are sent after their commit).
-                await self._catch_up(self.sent_seq)
-                if seq <= self.sent_seq:
-                    return
-            await self._send_durable(with_log_html(event))
+                # Ahead of its turn: those before it are most likely a moment behind.
+                self.ahead[seq] = event
+                if len(self.ahead) > AHEAD_MAX:
+                    await self._fill_gap()
+                elif self.gap_timer is None:
+                    self.gap_timer = asyncio.ensure_future(self._wait_for_gap())
+                return
+            await self._send_live(event)
+            await self._send_ahead()
+
+    async def _send_live(self, event: dict[str, Any]) -> None:
+        drawn, text = _drawn_live_event(event)
+        await self.send(text_data=text)
+        self._note_sent(drawn)
+
+    async def _send_ahead(self) -> None:
+        """Send the events that came ahead of their turn and now have it; forget those that
+        were sent meanwhile from the database."""
+        while self.sent_seq + 1 in self.ahead:
+            await self._send_live(self.ahead.pop(self.sent_seq + 1))
+        for seq in [seq for seq in self.ahead if seq <= self.sent_seq]:
+            del self.ahead[seq]
+        if not self.ahead and self.gap_timer is not None:
+            self.gap_timer.cancel()
+            self.gap_timer = None
+        elif self.ahead and self.gap_timer is None:
+            self.gap_timer = asyncio.ensure_future(self._wait_for_gap())
+
+    async def _wait_for_gap(self) -> None:
+        await asyncio.sleep(GAP_WAIT_SECONDS)
+        self.gap_timer = None  # from here on, nothing cancels it
+        try:
+            async with self.lock:
+                if self.ahead:
+                    await self._fill_gap()
+        except Exception as exc:
+            # The socket is gone (the client left while the layer was down, say).
+            logger.info("run websocket: could not fill a gap in the live events: %r", exc)
+
+    async def _fill_gap(self) -> None:
+        """Events before those ahead of their turn were dropped on the way (a Redis restart, a
+        full channel): send them from the database, which holds those ahead too, since
+        events are sent after their commit."""
+        if not await self._catch_up(self.sent_seq):
+            await self._send_snapshot()
+        await self._send_ahead()
 
     async def run_access(self, message: dict[str, Any]) -> None:
         """The run was deleted, moved or made private: a viewer who may no longer see it is
@@ -136,20 +358,25 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
     async def _send_durable(self, event: dict[str, Any]) -> None:
         """Send a durable event whose log entry is drawn (`with_log_html`)."""
         await self.send_json(event)
+        self._note_sent(event)
+
+    def _note_sent(self, event: dict[str, Any]) -> None:
         self.sent_seq = event["seq"]
         self.ended = self.ended or event["type"] == "run_finished"
 
-    async def _send_snapshot(self) -> None:
+    async def _send_snapshot(self, *, joined: float | None = None) -> None:
+        """Send the state in the database; `joined`, when this socket joined the run's
+        group, lets it share a snapshot drawn for another viewer since then."""
         assert self.run is not None
-        snapshot = await database_sync_to_async(_drawn_snapshot)(self.run)
-        await self.send_json(snapshot)
-        self.sent_seq = snapshot["seq"]
-        self.ended = snapshot["status"] not in Run.ACTIVE
+        seq, status, text = await _shared_snapshot(self.run, since=joined or time.monotonic())
+        await self.send(text_data=text)
+        self.sent_seq = seq
+        self.ended = status not in Run.ACTIVE
 
     async def _catch_up(self, after: int) -> bool:
         """Send the durable events after `after`; False when too many were missed."""
         assert self.run is not None
-        events = await database_sync_to_async(_drawn_events_after)(self.run, after)
+        events = await _shared_events_after(self.run, after)
         if events is None:
             return False
         self.sent_seq = max(self.sent_seq, after)
@@ -158,27 +385,14 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
                 await self._send_durable(event)
         return True
 
-    async def _reconcile(self) -> None:
-        """Now and then, compare the last number sent with the database's: the last events
-        of a run (its end, say) may be dropped with no later event to reveal the gap."""
-        assert self.run is not None
-        while not self.ended:
-            await asyncio.sleep(settings.LIVE_RECONCILE_SECONDS)
-            try:
-                latest = await database_sync_to_async(run_event_seq)(run_id=self.run.pk)
-            except DatabaseError as exc:
-                # The database is away for a moment; the next look will do.
-                logger.warning("run %s: could not compare live events: %s", self.run.pk, exc)
-                continue
-            if latest > self.sent_seq:
-                try:
-                    async with self.lock:
-                        if not await self._catch_up(self.sent_seq):
-                            await self._send_snapshot()
-                except Exception as exc:
-                    # The socket is gone (the client left while the layer was down, say).
-                    logger.info("run %s: live check stopped: %r", self.run.pk, exc)
-                    return
+    async def _catch_up_to(self, latest: int) -> None:
+        """The feed saw the run's number at `latest`: send from the database what this
+        viewer was not sent, unless the events it held meanwhile got it there."""
+        async with self.lock:
+            if self.sent_seq < latest and not self.ended:
+                if not await self._catch_up(self.sent_seq):
+                    await self._send_snapshot()
+                await self._send_ahead()
 
 
 def _after(query_string: bytes) -> int | None:
@@ -192,8 +406,81 @@ def _after(query_string: bytes) -> int | None:
     return after if after >= 0 else None
 
 
-def _drawn_snapshot(run: Run) -> dict[str, Any]:
-    return with_log_html(run_snapshot(run=run))
+Drawn = tuple[int, str, str]
+"""A snapshot as sent: its number, the run's status in it, and its JSON text."""
+
+_snapshots: dict[tuple[int, int], tuple[float, asyncio.Future[Drawn]]] = {}
+"""(event loop, run id) -> when the latest snapshot began to be drawn, and the drawing."""
+
+_drawn_events: OrderedDict[tuple[int, int], tuple[dict[str, Any], dict[str, Any], str]] = (
+    OrderedDict())
+"""(run id, seq) -> a live durable event as received, as drawn, and encoded, for the other
+viewers of the run."""
+
+
+async def _shared_snapshot(run: Run, *, since: float) -> Drawn:
+    """A snapshot of `run` begun after `since`: the one being drawn or just drawn for
+    another viewer when it began late enough, else a new one.
+
+    Begun after the viewer joined the run's group, it reads the run's event number after
+    the join, so every later event reaches the viewer live, as with a snapshot of its own.
+    """
+    key = (id(asyncio.get_running_loop()), run.pk)
+    shared = _snapshots.get(key)
+    if shared is None or shared[0] < since:
+        began = time.monotonic()
+        shared = (began, asyncio.ensure_future(database_sync_to_async(_drawn_snapshot)(run)))
+        _snapshots[key] = shared
+        # Only the latest of each run is kept, and none that is old.
+        for other, (at, drawing) in list(_snapshots.items()):
+            if other != key and drawing.done() and at < began - 60:
+                del _snapshots[other]
+    # Shielded: a viewer that leaves does not cancel the drawing the others wait for.
+    return await asyncio.shield(shared[1])
+
+
+def _drawn_snapshot(run: Run) -> Drawn:
+    snapshot = with_log_html(run_snapshot(run=run))
+    return snapshot["seq"], snapshot["status"], json.dumps(snapshot)
+
+
+def _drawn_live_event(event: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A durable live event as sent to the page, drawn and encoded once for every viewer
+    of the run in this process (they all receive the same event)."""
+    key = (int(event["run_id"]), int(event["seq"]))
+    kept = _drawn_events.get(key)
+    # Compared, not trusted: far cheaper than drawing, and safe whatever reuses a number.
+    if kept is None or kept[0] != event:
+        drawn = with_log_html(event)
+        kept = _drawn_events[key] = (event, drawn, json.dumps(drawn))
+        while len(_drawn_events) > DRAWN_EVENTS_KEPT:
+            _drawn_events.popitem(last=False)
+    return kept[1], kept[2]
+
+
+_catch_ups: dict[tuple[int, int, int],
+                 tuple[float, asyncio.Future[list[dict[str, Any]] | None]]] = {}
+"""(event loop, run id, after) -> when the run's events after that number began to be read
+for a viewer, and the reading."""
+CATCH_UP_KEPT_SECONDS = 2.0
+
+
+async def _shared_events_after(run: Run, after: int) -> list[dict[str, Any]] | None:
+    """The run's durable events after `after`, drawn, shared by the viewers that ask for
+    the same gap at about the same time (a dropped or late event leaves the same gap in
+    every viewer of the run). Any such read will do: a viewer asking is in the run's feed
+    already, so whatever is numbered after the read's end reaches it live, or is asked
+    for again as a gap."""
+    now = time.monotonic()
+    key = (id(asyncio.get_running_loop()), run.pk, after)
+    shared = _catch_ups.get(key)
+    if shared is None or shared[0] < now - CATCH_UP_KEPT_SECONDS:
+        for other, (began, _) in list(_catch_ups.items()):
+            if began < now - CATCH_UP_KEPT_SECONDS:
+                del _catch_ups[other]
+        shared = _catch_ups[key] = (now, asyncio.ensure_future(
+            database_sync_to_async(_drawn_events_after)(run, after)))
+    return await asyncio.shield(shared[1])
 
 
 def _drawn_events_after(run: Run, after: int) -> list[dict[str, Any]] | None:

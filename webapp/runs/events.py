@@ -138,6 +138,17 @@ class TestReportedEvent(TypedDict):
     test: TestSummary
 
 
+class SampleEndedEvent(TypedDict):
+    """Sent by the websocket consumer, not the emitter: a `sample_finished` the page already
+    got from the database arrived again live. Its `sample_started` may have been forwarded
+    after it (events sent from the database overtake those still in the channel), so the
+    page is told again that the sample no longer runs."""
+
+    type: Literal["sample_ended"]
+    run_id: int
+    sample_id: int
+
+
 class SampleFinishedEvent(TypedDict):
     type: Literal["sample_finished"]
     run_id: int

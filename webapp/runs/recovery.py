@@ -154,7 +154,7 @@ def _take_back_chunks(*, now: datetime, all_running: bool, report: SweepReport) 
             per_run[run_id] += 1
             taken.add(chunk_id)
     for run_id, count in per_run.items():
-        _note_recovery(run_id=run_id, chunks=count)
+        _note_recovery(run_id=run_id, chunks=count, restarted=all_running)
     report.taken_back = dict(per_run)
     return taken
 
@@ -167,15 +167,19 @@ def _take_back_scoring(*, now: datetime, all_running: bool) -> None:
     scoring.update(status=Run.Status.RUNNING, lease_until=None, dispatched_at=None)
 
 
-def _note_recovery(*, run_id: int, chunks: int) -> None:
+def _note_recovery(*, run_id: int, chunks: int, restarted: bool = False) -> None:
+    """Count the interruption on the run (`recoveries`, `recovered_at`) and record it as a
+    durable `run_recovering` event, which the run page lists."""
     when = timezone.now()
+    cause = ("The workbench restarted while this run was going" if restarted
+             else "A worker stopped answering")
 
     def make(seq: int) -> RunRecoveringEvent:
         recoveries = Run.objects.filter(pk=run_id).values_list("recoveries", flat=True).get()
         return RunRecoveringEvent(
             type="run_recovering", run_id=run_id, seq=seq, recoveries=recoveries,
-            message=(f"A worker stopped answering; {chunks} chunk(s) of this run were taken "
-                     f"back at {when:%H:%M:%S} UTC and are running again."),
+            message=(f"{cause}; {chunks} chunk(s) of this run were taken back at "
+                     f"{when:%Y-%m-%d %H:%M:%S} UTC and are running again."),
         )
 
     with transaction.atomic():

@@ -223,3 +223,53 @@ def test_the_page_shows_nothing_older_than_the_number_it_resumes_from(run, perso
                         .split("</script>")[0])
     assert config["seq"] == 1, "the run_status event is behind the page"
     assert 'id="run-status">Running<' in page
+
+
+def test_a_late_copy_of_a_sample_sent_from_the_database_says_the_sample_ended(
+        run, headers, monkeypatch):
+    """The layer delays a sample_finished past later events: the viewer gets it from the
+    database when the gap shows, and when the late copy arrives it is told `sample_ended`
+    (its `sample_started` may have come after the copy from the database), not the event
+    again."""
+    send_live = live.emit_run_event
+    held: list[Any] = []
+
+    def hold(event) -> bool:
+        if event["type"] == "sample_finished" and not held:
+            held.append(event)
+            return True
+        return False
+
+    emitted = _capture(monkeypatch, drop=hold)
+
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        communicator = WebsocketClient(application, f"/ws/runs/{run.pk}/", headers)
+        connected, _ = await communicator.connect()
+        assert connected
+        assert (await communicator.receive_json_from(timeout=5))["type"] == "snapshot"
+        await database_sync_to_async(evaluate_run.delay)(run.pk)
+        events = await _collect(communicator)
+        await database_sync_to_async(send_live)(held[0])  # the late copy
+        # The evaluation ran before the viewer read anything, so the catch-up from the
+        # database overtook the run's ephemeral events: they come after run_finished here,
+        # as they did to the pages that showed ghost rows.
+        # So did the live copies of the samples, each now a `sample_ended`.
+        later = [await communicator.receive_json_from(timeout=5)]
+        while later[-1].get("sample_id") != held[0]["entry"]["sample_id"] or (
+                later[-1]["type"] != "sample_ended"):
+            later.append(await communicator.receive_json_from(timeout=5))
+        await communicator.disconnect()
+        return events, later
+
+    events, later = async_to_sync(scenario)()
+    assert held, "the test delayed a sample"
+    assert _durable(events) == _as_sent(_durable(emitted)), "each durable event once, in order"
+    assert later[-1] == {"type": "sample_ended", "run_id": run.pk,
+                         "sample_id": held[0]["entry"]["sample_id"]}
+    assert {event["type"] for event in later} <= {
+        "sample_started", "test_reported", "sample_ended"}, "nothing durable twice"
+    # Only the late copy: the others, which came ahead of it, waited for it and were then
+    # found in the database's catch-up, after every event that was ahead of them in the
+    # channel (their `sample_started` among them).
+    ended = [event["sample_id"] for event in events + later if event["type"] == "sample_ended"]
+    assert ended == [held[0]["entry"]["sample_id"]]

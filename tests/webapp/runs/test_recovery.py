@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from django.db import OperationalError
@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from evaluator.records import SampleResult
 from webapp.runs import execution, leases, recovery, transient
+from webapp.runs.aggregation import run_finalize
 from webapp.runs.dispatch import EVALUATE_CHUNK, EVALUATE_RUN, SWEEP, QueuedWork, queued_work
 from webapp.runs.execution import chunk_evaluate, run_start, sample_record_result
 from webapp.runs.leases import Heartbeat
@@ -421,3 +422,38 @@ def test_a_chunk_whose_run_stopped_before_its_heartbeat_noticed_is_not_done(
     assert not Sample.objects.filter(run=run, status="pending").exists()
     assert run.done_count == run.samples_total
 
+
+
+def test_a_run_resumed_after_a_restart_says_it_was_interrupted_and_when(
+        queued_run, sent, client, personas):
+    """`bin/serve` takes back every running chunk at its start (`all_running`): the run page
+    says the run was interrupted, when, and why, while it resumes and once it is done."""
+    run_start(run_id=queued_run.pk)
+    held = queued_run.chunks.order_by("index").first()
+    assert execution._claim(held.pk)
+    page = f"/runs/{queued_run.pk}/"
+    client.force_login(personas.owner)
+    assert 'id="recovery-notice" role="status" hidden' in client.get(page).text
+
+    report = runs_sweep(all_running=True)  # what bin/serve runs as it starts
+
+    assert report.taken_back == {queued_run.pk: 1}
+    queued_run.refresh_from_db()
+    when = f"{queued_run.recovered_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+    resuming = client.get(page).text
+    assert "Interrupted at <time datetime=" in resuming
+    assert when in resuming
+    assert "The workbench restarted while this run was going" in resuming
+    assert "The run is resuming by itself." in resuming
+
+    for chunk in queued_run.chunks.all():
+        assert chunk_evaluate(chunk_id=chunk.pk).state == "done"
+    queued_run.refresh_from_db()
+    if queued_run.status != Run.Status.FINISHED:
+        run_finalize(run_id=queued_run.pk)
+        queued_run.refresh_from_db()
+    assert queued_run.status == Run.Status.FINISHED
+    done = client.get(page).text
+    assert "This run was interrupted 1 time and resumed by itself, the last at" in done
+    assert when in done
+    assert 'id="recovery-notice" role="status" hidden' not in done
