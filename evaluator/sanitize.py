@@ -78,6 +78,9 @@ REFERENCE_CLEANUP: dict[str, ReferenceCleanup] = {
     "mera-ruhumaneval": ReferenceCleanup(
         "MERA", "strips a markdown fence only when the generation starts with one "
         "(`preprocess_generation`); this sanitizer does more, so it stays off", False),
+    "babelcode": ReferenceCleanup(
+        "human-eval style", "none (its questions are read as a human-eval Python dataset; "
+        "BabelCode's own harness was not surveyed)", False),
 }
 
 

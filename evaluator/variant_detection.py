@@ -402,7 +402,7 @@ def _name_score(said: set[str], key: str) -> int:
 
 
 _PREFERRED = ("humaneval", "humaneval-x", "humanevalplus", "mhumaneval", "humaneval-xl",
-              "multipl-e", "mera-ruhumaneval")
+              "multipl-e", "mera-ruhumaneval", "babelcode")
 
 
 def _preference(candidate: Candidate) -> tuple[int, int, str]:

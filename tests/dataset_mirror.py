@@ -32,7 +32,12 @@ FIXTURE_FILES = {
     "mhumaneval/Human_Expert_arb_Arab.json":
         FIXTURES / "mhumaneval" / "Human_Expert_arb_Arab.json",
     "multipl-e/humaneval-cpp.jsonl": FIXTURES / "multipl_e" / "humaneval-cpp.jsonl",
+    "babelcode/human_eval_questions.jsonl":
+        FIXTURES / "babelcode" / "human_eval_questions.jsonl",
+    "babelcode/human_eval.jsonl": FIXTURES / "babelcode" / "human_eval.jsonl",
 }
+COMPANIONS = {"babelcode/human_eval_questions.jsonl": ("babelcode/human_eval.jsonl",)}
+"""Files that go into the catalogue as companions of another entry, not as entries."""
 
 
 @dataclass
@@ -133,8 +138,11 @@ def write_catalogue(mirror_root: Path, target: Path, *, upstream: str) -> Path:
     """A catalogue of every file under `mirror_root` (its pinned size and sha256 as the
     files are now), with `upstream` + path as each entry's upstream URL."""
     lines = []
+    companions = {name for names in COMPANIONS.values() for name in names}
     for path in sorted(p for p in mirror_root.rglob("*") if p.is_file()):
         relative = path.relative_to(mirror_root).as_posix()
+        if relative in companions:
+            continue
         data = path.read_bytes()
         loaded = load_dataset(path=path)
         lines += [
@@ -145,5 +153,12 @@ def write_catalogue(mirror_root: Path, target: Path, *, upstream: str) -> Path:
             f'layout = "{loaded.layout}"', 'licence = "MIT"', f"size = {len(data)}",
             f'sha256 = "{hashlib.sha256(data).hexdigest()}"', "",
         ]
+        for companion in COMPANIONS.get(relative, ()):
+            extra = (mirror_root / companion).read_bytes()
+            lines += [
+                "[[entry.companions]]", f'path = "{companion}"',
+                f'url = "{upstream}/{companion}"', f"size = {len(extra)}",
+                f'sha256 = "{hashlib.sha256(extra).hexdigest()}"', "",
+            ]
     target.write_text("\n".join(lines), encoding="utf-8")
     return target

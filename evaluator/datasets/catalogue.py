@@ -8,7 +8,10 @@ pinned to an upstream commit and a sha256, and the download that checks it.
 
 A download goes to a temporary folder, under the entry's relative path (some loaders read
 the natural language from the folder and file name), and is hashed as it streams. The file
-is handed on only when its size and sha256 match; the folder is removed either way.
+is handed on only when its size and sha256 match; the folder is removed either way. An
+entry may name companion files (`[[entry.companions]]`, each pinned the same way) that its
+loader reads beside the main file (BabelCode's fixes beside its questions): they are
+downloaded into the same folder, and checked alike, before the main file is handed on.
 """
 
 from __future__ import annotations
@@ -53,6 +56,16 @@ class Unreachable(CatalogueError):
 
 
 @dataclass(frozen=True)
+class CompanionFile:
+    """A file the entry's loader reads beside the main one, pinned like it."""
+
+    path: str
+    url: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
 class CatalogueEntry:
     key: str
     """The key the import stores: name/language/natural language[/variant]."""
@@ -69,10 +82,17 @@ class CatalogueEntry:
     licence: str
     size: int
     sha256: str
+    companions: tuple[CompanionFile, ...] = ()
+    """Files downloaded beside the main one (same folder rules), each checked alike."""
 
     @property
     def downloadable(self) -> bool:
         return bool(self.sha256 and self.path)
+
+    @property
+    def total_size(self) -> int:
+        """The bytes a download fetches: the main file and its companions."""
+        return self.size + sum(companion.size for companion in self.companions)
 
     @property
     def importable(self) -> bool:
@@ -85,13 +105,18 @@ class CatalogueEntry:
 
     def source_url(self, base_url: str | None = None) -> str:
         """Where to fetch it: the upstream URL, or the same relative path under a mirror."""
-        if not base_url:
-            return self.url
-        quoted = urllib.parse.quote(self.path)
-        return base_url.rstrip("/") + "/" + quoted
+        return _source_url(self.url, self.path, base_url)
+
+
+def _source_url(url: str, path: str, base_url: str | None) -> str:
+    if not base_url:
+        return url
+    return base_url.rstrip("/") + "/" + urllib.parse.quote(path)
 
 
 _FIELDS = {name: kind for name, kind in CatalogueEntry.__annotations__.items()}
+_OPTIONAL = frozenset({"companions"})
+_COMPANION_FIELDS = frozenset(CompanionFile.__annotations__)
 
 
 def load_catalogue(path: Path | None = None) -> tuple[CatalogueEntry, ...]:
@@ -103,12 +128,18 @@ def load_catalogue(path: Path | None = None) -> tuple[CatalogueEntry, ...]:
         raise CatalogueError(f"{path}: cannot read the dataset catalogue ({exc})") from exc
     entries = []
     for number, item in enumerate(raw.get("entry", []), start=1):
-        missing = sorted(set(_FIELDS) - set(item))
+        missing = sorted(set(_FIELDS) - _OPTIONAL - set(item))
         unknown = sorted(set(item) - set(_FIELDS))
+        companions = item.get("companions", [])
+        for companion in companions:
+            missing += sorted(f"companions.{name}" for name in _COMPANION_FIELDS - set(companion))
+            unknown += sorted(f"companions.{name}" for name in set(companion) - _COMPANION_FIELDS)
         if missing or unknown:
             raise CatalogueError(f"{path}: entry {number} ({item.get('key', '?')}): "
                                  f"missing {missing}, unknown {unknown}")
-        entries.append(CatalogueEntry(**item))
+        entries.append(CatalogueEntry(**{
+            **item, "companions": tuple(CompanionFile(**companion) for companion in companions),
+        }))
     keys = [entry.key for entry in entries]
     if len(set(keys)) != len(keys):
         raise CatalogueError(f"{path}: a key appears twice")
@@ -139,21 +170,34 @@ def select_entries(entries: Iterable[CatalogueEntry], wanted: Iterable[str]
 def download_entry(entry: CatalogueEntry, *, base_url: str | None = None,
                    progress: Progress | None = None,
                    timeout: float = TIMEOUT_SECONDS) -> Iterator[Path]:
-    """Download `entry` into a temporary folder and yield the verified file; the folder
-    is removed when the block ends, whether it succeeded or not."""
+    """Download `entry` (and its companions, beside it) into a temporary folder and yield
+    the verified main file; the folder is removed when the block ends, whether it
+    succeeded or not. Progress counts the bytes of every file against `total_size`."""
     if not entry.downloadable:
         raise CatalogueError(f"{entry.key} has no pinned file to download; import it from "
                              "a local file instead")
-    url = entry.source_url(base_url)
+    files = [CompanionFile(path=entry.path, url=entry.url, size=entry.size,
+                           sha256=entry.sha256), *entry.companions]
     with tempfile.TemporaryDirectory(prefix="catalogue-") as folder:
-        target = Path(folder) / entry.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _fetch(entry, url, target, progress=progress, timeout=timeout)
-        yield target
+        done = 0
+        for pinned in files:
+            target = Path(folder) / pinned.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _fetch(entry.key, pinned, _source_url(pinned.url, pinned.path, base_url), target,
+                   progress=_offset(progress, done, entry.total_size), timeout=timeout)
+            done += pinned.size
+        yield Path(folder) / entry.path
 
 
-def _fetch(entry: CatalogueEntry, url: str, target: Path, *, progress: Progress | None,
-           timeout: float) -> None:
+def _offset(progress: Progress | None, done: int, total: int) -> Progress | None:
+    """`progress` for one file of several: its bytes come after `done`, out of `total`."""
+    if progress is None:
+        return None
+    return lambda received, _expected: progress(done + received, total)
+
+
+def _fetch(key: str, pinned: CompanionFile | CatalogueEntry, url: str, target: Path, *,
+           progress: Progress | None, timeout: float) -> None:
     request = urllib.request.Request(url, headers={"User-Agent": "code-eval-workbench"})  # noqa: S310
     digest = hashlib.sha256()
     received = 0
@@ -161,18 +205,18 @@ def _fetch(entry: CatalogueEntry, url: str, target: Path, *, progress: Progress 
         with urllib.request.urlopen(request, timeout=timeout) as response, \
                 target.open("wb") as out:  # noqa: S310
             if progress is not None:
-                progress(0, entry.size)
+                progress(0, pinned.size)
             # read1: what has arrived, so progress moves while a slow server sends.
             while chunk := response.read1(CHUNK_BYTES):
                 received += len(chunk)
-                if received > entry.size:
+                if received > pinned.size:
                     raise HashMismatch(
-                        f"{url}: the server sent more than the {entry.size:,} bytes the "
-                        f"catalogue pins for {entry.key}; nothing was stored")
+                        f"{url}: the server sent more than the {pinned.size:,} bytes the "
+                        f"catalogue pins for {key}; nothing was stored")
                 digest.update(chunk)
                 out.write(chunk)
                 if progress is not None:
-                    progress(received, entry.size)
+                    progress(received, pinned.size)
     except urllib.error.HTTPError as exc:
         raise CatalogueError(f"{url}: the server answered {exc.code} {exc.reason}") from exc
     except (urllib.error.URLError, OSError) as exc:
@@ -182,10 +226,10 @@ def _fetch(entry: CatalogueEntry, url: str, target: Path, *, progress: Progress 
             raise Unreachable(f"cannot reach {host} ({_describe(reason)})", url=url) from exc
         raise CatalogueError(f"{url}: the download failed ({_describe(reason)})") from exc
     found = digest.hexdigest()
-    if received != entry.size or found != entry.sha256:
+    if received != pinned.size or found != pinned.sha256:
         raise HashMismatch(
             f"{url}: the file does not match the catalogue, so nothing was stored. "
-            f"Expected {entry.size:,} bytes with sha256 {entry.sha256}; received "
+            f"Expected {pinned.size:,} bytes with sha256 {pinned.sha256}; received "
             f"{received:,} bytes with sha256 {found}.")
 
 

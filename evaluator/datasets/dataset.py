@@ -18,7 +18,7 @@ class DatasetError(ValueError):
 class Dataset:
     name: str
     """humaneval, humaneval-x, humaneval-xl, humanevalplus, mhumaneval, multipl-e,
-    mera-ruhumaneval."""
+    mera-ruhumaneval, babelcode."""
     version: str
     """First 16 hex digits of the sha256 of the source file's bytes."""
     language: str
@@ -31,7 +31,8 @@ class Dataset:
     problems: tuple[Problem, ...]
     variant: str = ""
     """Distinguishes files that share name and languages: `mini`, `noextreme`,
-    `originfmt` (HumanEval+), `expert`, `machine` (mHumanEval)."""
+    `originfmt` (HumanEval+), `expert`, `machine` (mHumanEval), `unfixed` (BabelCode's
+    questions read without its fixes)."""
     _by_task: dict[str, Problem] = field(init=False, repr=False, compare=False)
     _by_source: dict[str, Problem] = field(init=False, repr=False, compare=False)
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from evaluator.datasets.babelcode import QUESTION_FIELDS as BABELCODE_FIELDS
+from evaluator.datasets.babelcode import is_babelcode_file, load_babelcode
 from evaluator.datasets.dataset import Dataset, DatasetError
 from evaluator.datasets.humaneval import HUMANEVAL_FIELDS, load_humaneval
 from evaluator.datasets.humaneval_x import is_humaneval_x_file, load_humaneval_x
@@ -36,6 +38,7 @@ LAYOUTS: dict[str, Loader] = {
     "mhumaneval": load_mhumaneval,
     "multipl-e": load_multipl_e,
     "mera-ruhumaneval": load_mera,
+    "babelcode": load_babelcode,
 }
 
 _HUMANEVAL_FILE = re.compile(r"HumanEval\.jsonl(?:\.gz)?")
@@ -49,6 +52,7 @@ _BY_NAME: tuple[tuple[Callable[[Path], bool], str], ...] = (
     (is_multipl_e_file, "multipl-e"),
     (is_humaneval_xl_file, "humaneval-xl"),
     (is_mera_file, "mera-ruhumaneval"),
+    (is_babelcode_file, "babelcode"),
 )
 
 
@@ -72,6 +76,8 @@ def layout_of_record(record: Mapping[str, Any]) -> str | None:
     keys = set(record)
     if keys >= MERA_FIELDS:
         return "mera-ruhumaneval"
+    if keys >= BABELCODE_FIELDS - {"id"}:
+        return "babelcode"
     if "base_input" in keys or "plus_input" in keys:
         return "humanevalplus"
     if "stop_tokens" in keys or keys >= {"name", "tests"}:

@@ -40,6 +40,8 @@ FILES = {
     # Entries that concern one file of a multi-file dataset say which through `detect`.
     ("humanevalplus", "python"): "humanevalplus/HumanEvalPlus-OriginFmt.jsonl.gz",
     ("mhumaneval", "python"): "mhumaneval/mHumanEval-arb_Arab-python.json",
+    # Read with BabelCode's fixes (human_eval.jsonl beside it): the entries are of those.
+    ("babelcode", "python"): "babelcode/human_eval_questions.jsonl",
 }
 
 

@@ -162,7 +162,7 @@ def catalogue_import_request(*, user: AbstractBaseUser | AnonymousUser,
             if job_in_progress(job):
                 raise ValidationError(f"{entry.key} is already being added.")
         job = CatalogueImport.objects.create(key=entry.key, sha256=entry.sha256,
-                                             bytes_total=entry.size,
+                                             bytes_total=entry.total_size,
                                              requested_by_id=user.pk)
         job_id = job.pk
         transaction.on_commit(lambda: _enqueue(job_id))

@@ -13,6 +13,7 @@ import pytest
 
 from evaluator.datasets import load_dataset
 from evaluator.datasets.catalogue import (
+    CATALOGUE_PATH,
     CatalogueEntry,
     CatalogueError,
     HashMismatch,
@@ -166,7 +167,8 @@ def test_entries_are_chosen_by_key_group_or_all():
     chosen = select_entries(entries, ["all"])
     assert chosen
     assert all(entry.importable for entry in chosen)
-    assert "babelcode/python/en" not in {entry.key for entry in chosen}
+    assert "babelcode/python/en" in {entry.key for entry in chosen}
+    assert "mera-ruhumaneval/python/ru" not in {entry.key for entry in chosen}
     with pytest.raises(CatalogueError, match="not in the dataset catalogue.*humaneval-x"):
         select_entries(entries, ["humaneval-y"])
 
@@ -175,6 +177,14 @@ def test_a_malformed_catalogue_is_refused(tmp_path):
     path = tmp_path / "catalogue.toml"
     path.write_text('[[entry]]\nkey = "x"\n', encoding="utf-8")
     with pytest.raises(CatalogueError, match="missing"):
+        load_catalogue(path)
+    good = next(e for e in load_catalogue() if e.key == "babelcode/python/en")
+    text = CATALOGUE_PATH.read_text(encoding="utf-8")
+    companion = good.companions[0]
+    path.write_text(text.replace(f'sha256 = "{companion.sha256}"\n', "owner = 1\n"),
+                    encoding="utf-8")
+    with pytest.raises(CatalogueError, match=r"babelcode/python/en.*"
+                       r"missing \['companions.sha256'\], unknown \['companions.owner'\]"):
         load_catalogue(path)
 
 

@@ -22,6 +22,7 @@ from evaluator.datasets import LAYOUTS, DatasetError, detect_layout, load_datase
         ("mhumaneval/mHumanEval-rus_Cyrl-python.json", "mhumaneval"),
         ("multipl_e/humaneval-cpp.jsonl", "multipl-e"),
         ("ruhumaneval.jsonl", "mera-ruhumaneval"),
+        ("babelcode/human_eval_questions.jsonl", "babelcode"),
     ],
 )
 def test_layout_from_file_name(data_dir: Path, relative: str, layout: str) -> None:
@@ -39,6 +40,7 @@ def test_layout_from_file_name(data_dir: Path, relative: str, layout: str) -> No
         ("multipl_e/humaneval-go.jsonl", "multipl-e"),
         ("ruhumaneval.jsonl", "mera-ruhumaneval"),
         ("mera_task.json", "mera-ruhumaneval"),
+        ("babelcode/human_eval_questions.jsonl", "babelcode"),
     ],
 )
 def test_renamed_file_is_recognised_by_its_fields(
@@ -90,4 +92,5 @@ def test_every_layout_has_a_loader() -> None:
         "mhumaneval",
         "multipl-e",
         "mera-ruhumaneval",
+        "babelcode",
     }

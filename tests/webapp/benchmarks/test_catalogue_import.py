@@ -17,10 +17,11 @@ from tests.dataset_mirror import closed_port_url, fixture_mirror, serving, write
 from tests.webapp.factories import PASSWORD
 from webapp.benchmarks.catalogue import catalogue_missing
 from webapp.benchmarks.models import CatalogueImport, Dataset, ProblemVariant
+from webapp.benchmarks.records import problem_from_json
 from webapp.teams.services import user_sign_up
 
 FIXTURE_KEYS = {"humaneval-x/go/en", "humaneval-xl/java/ru", "mhumaneval/python/ar/expert",
-                "multipl-e/cpp/en"}
+                "multipl-e/cpp/en", "babelcode/python/en"}
 
 
 @pytest.fixture
@@ -57,6 +58,13 @@ def test_catalogue_all_downloads_checks_and_imports_with_progress(db, mirror, ca
     assert stored.source == "https://example.invalid/data/humaneval-xl/java/Russian.jsonl"
     assert stored.version == hashlib.sha256(
         (mirror.root / "humaneval-xl/java/Russian.jsonl").read_bytes()).hexdigest()[:16]
+    # BabelCode's fixes came with its questions, as the entry's companion, and applied.
+    fixed = ProblemVariant.objects.get(dataset__key="babelcode/python/en",
+                                       problem__task_id="HumanEval/2")
+    assert fixed.entry_point == "double"
+    assert problem_from_json(fixed.record).extra["babelcode_fix"]["fields"] == [
+        "entry_fn_name", "solution", "testing_code", "text"]
+    assert "babelcode/human_eval.jsonl" in mirror.requests
 
 
 def test_importing_the_same_version_again_downloads_nothing(db, mirror, capsys):
@@ -73,7 +81,7 @@ def test_importing_the_same_version_again_downloads_nothing(db, mirror, capsys):
 
 def test_a_changed_file_is_refused_and_nothing_is_stored(db, mirror, capsys):
     _change_a_byte(mirror.root / "humaneval-x/humaneval_go.jsonl")
-    with pytest.raises(CommandError, match="1 of 4 not imported: humaneval-x/go/en"):
+    with pytest.raises(CommandError, match="1 of 5 not imported: humaneval-x/go/en"):
         call_command("import_dataset", "--catalogue", "all")
     err = capsys.readouterr().err
     assert "humaneval-x/go/en" in err
@@ -173,7 +181,7 @@ def test_page_lists_what_is_not_stored_with_source_licence_and_size(client, staf
     assert "Fixture multipl-e/cpp/en" not in page
     assert "example/fixtures" in page
     assert "MIT" in page
-    assert page.count('aria-label="Add ') == 3
+    assert page.count('aria-label="Add ') == 4  # humaneval-x, humaneval-xl, mhumaneval, babelcode
 
 
 def test_non_staff_see_how_to_ask_and_cannot_add(client, mirror, db):

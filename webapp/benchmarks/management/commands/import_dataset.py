@@ -74,7 +74,7 @@ class Command(BaseCommand):
     def _list(self) -> None:
         for entry in catalogue_entries():
             note = "" if entry.importable else "  (local file only)"
-            self.stdout.write(f"{entry.key:36} {human_bytes(entry.size):>10}  "
+            self.stdout.write(f"{entry.key:36} {human_bytes(entry.total_size):>10}  "
                               f"{entry.licence.split(' (')[0]}{note}")
 
     def _catalogue(self, wanted: list[str]) -> None:
