@@ -165,6 +165,13 @@ class LanguageCheck:
         return ""
 
 
+def _checkable_text(sample: Sample) -> bool:
+    """Whether a completion tells anything about its language: not one too long for any
+    model to write, nor one holding a NUL, which Python's parser refuses whatever the
+    language (and javac takes for a blank), so that it would read as another language."""
+    return len(sample.completion) <= MAX_SOURCE_CHARS and "\x00" not in sample.completion
+
+
 def check_language(
     problems: Mapping[str, Problem] | Sequence[Problem],
     samples: Sequence[Sample],
@@ -183,8 +190,8 @@ def check_language(
     expected = language or next((p.language for p in by_id.values()), "python")
     options = options or RunOptions()
     parse = parse or sandboxed_parsers()
-    chosen = _spread([s for s in samples if s.task_id in by_id
-                      and len(s.completion) <= MAX_SOURCE_CHARS], sample_size)
+    chosen = _spread([s for s in samples if s.task_id in by_id and _checkable_text(s)],
+                     sample_size)
     if not chosen or front_end(expected) is None:
         return LanguageCheck(expected=expected, checked=0)
     unavailable: dict[str, str] = {}
@@ -246,7 +253,7 @@ class SampleSpread:
         """sum(min(n_t, depth - 1)): what the depths above the deepest kept one hold."""
 
     def offer(self, sample: Sample) -> None:
-        if len(sample.completion) > MAX_SOURCE_CHARS:
+        if not _checkable_text(sample):
             return  # never chosen (`check_language` leaves them out first)
         count = self.seen.get(sample.task_id, 0) + 1
         self.seen[sample.task_id] = count

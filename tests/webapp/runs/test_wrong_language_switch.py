@@ -16,6 +16,7 @@ from tests.webapp.runs.test_upload_checks import api_upload, generations_file, p
 from tests.webapp.support import client_for, write_jsonl
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
+from webapp.celery import app as celery_app
 from webapp.runs.models import LanguageCheckPart, Run
 
 
@@ -100,9 +101,11 @@ def test_ids_of_a_language_with_no_stored_variant_say_so(humaneval, personas, to
 
 @pytest.mark.django_db(transaction=True)
 @override_settings(CELERY_TASK_ALWAYS_EAGER=False, LANGUAGE_CHECK_WAIT_SECONDS=1)
-def test_a_language_no_worker_answers_is_reported_not_done(polyglot, personas,
+def test_a_language_no_worker_answers_is_reported_not_done(polyglot, personas, monkeypatch,
                                                            token_client, tmp_path: Path):
-    # The broker takes the part, but no worker serves `eval-js` here.
+    # The broker takes the part, but no worker serves `eval-js` here. (Celery read its
+    # settings when first used, perhaps by an earlier test: not eager here, whatever it read.)
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", False)
     path = write_jsonl(tmp_path / "js.jsonl", generations("js"))
     response = api_upload(token_client(personas.owner), path, polyglot["js"], dry_run="1")
     assert response.status_code == 200, response.json()
