@@ -78,6 +78,7 @@ class RunFeed:
         self.layer = layer
         self.group = group
         self.run_id = run_id
+        self.loop = asyncio.get_running_loop()
         self.channel = ""
         self.viewers: set[RunConsumer] = set()
         self.closed = False
@@ -155,8 +156,15 @@ async def join_feed(layer: Any, run_id: int, viewer: RunConsumer) -> RunFeed:
     viewer."""
     group = run_group(run_id)
     while True:
-        key = (id(asyncio.get_running_loop()), group)
+        loop = asyncio.get_running_loop()
+        key = (id(loop), group)
         feed = _feeds.get(key)
+        if feed is not None and (feed.loop is not loop or feed.layer is not layer
+                                 or (feed.pump is not None and feed.pump.done())):
+            # Left by a loop that is gone (a new one may reuse its id) or a feed that died:
+            # never handed to a viewer.
+            del _feeds[key]
+            feed = None
         if feed is None:
             feed = _feeds[key] = RunFeed(layer, group, run_id)
         feed.viewers.add(viewer)

@@ -5,6 +5,7 @@ language whose workers do not answer is reported as not checked, never as "no"."
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,10 @@ def test_a_language_no_worker_answers_is_reported_not_done(polyglot, personas, m
     # The broker takes the part, but no worker serves `eval-js` here. (Celery read its
     # settings when first used, perhaps by an earlier test: not eager here, whatever it read.)
     monkeypatch.setitem(celery_app.conf, "task_always_eager", False)
-    path = write_jsonl(tmp_path / "js.jsonl", generations("js"))
+    # Texts of their own: an earlier test's answers for the same texts are cached.
+    records = [{**record, "completion": record["completion"] + f"\n// {uuid.uuid4()}\n"}
+               for record in generations("js")]
+    path = write_jsonl(tmp_path / "js.jsonl", records)
     response = api_upload(token_client(personas.owner), path, polyglot["js"], dry_run="1")
     assert response.status_code == 200, response.json()
     (warning,) = [w for w in response.json()["warnings"]
