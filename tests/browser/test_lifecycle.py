@@ -64,7 +64,7 @@ def test_outsider_sees_the_public_run_without_edit_controls(
 def test_owner_changes_visibility_retracts_deletes_and_restores(
         page: Any, site: LiveSite, managed_run: int):
     page.goto(f"/runs/{managed_run}/")
-    assert "public" in page.locator(".run-head .meta").inner_text()
+    assert "public" in page.locator(".run-head .meta:not(#run-what)").inner_text()
 
     # Visibility, from the small form on the run page.
     page.locator("#quick-edit summary").click()
@@ -72,7 +72,7 @@ def test_owner_changes_visibility_retracts_deletes_and_restores(
     page.click("#visibility-form button[type=submit]")
     page.wait_for_url(re.compile(rf"/runs/{managed_run}/$"))
     assert "Saved 1 change" in page.locator(".messages").inner_text()
-    assert "team" in page.locator(".run-head .meta").inner_text()
+    assert "team" in page.locator(".run-head .meta:not(#run-what)").inner_text()
     assert re.search(r"Visibility\s+public\s+team", _history(page))
 
     # Retract from the leaderboards.
