@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 
 from evaluator.datasets import load_dataset
@@ -100,13 +101,20 @@ def test_ids_of_a_language_with_no_stored_variant_say_so(humaneval, personas, to
     assert "No Rust variant of these problems is stored here" in issue["message"]
 
 
+@pytest.fixture
+def celery_not_eager():
+    """Celery read its settings when first used, perhaps by an earlier test: not eager here
+    whatever it read, and as eager as the test settings say afterwards."""
+    celery_app.conf.update(task_always_eager=False)
+    yield
+    celery_app.conf.update(task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER)
+
+
 @pytest.mark.django_db(transaction=True)
 @override_settings(CELERY_TASK_ALWAYS_EAGER=False, LANGUAGE_CHECK_WAIT_SECONDS=1)
-def test_a_language_no_worker_answers_is_reported_not_done(polyglot, personas, monkeypatch,
+def test_a_language_no_worker_answers_is_reported_not_done(polyglot, personas, celery_not_eager,
                                                            token_client, tmp_path: Path):
-    # The broker takes the part, but no worker serves `eval-js` here. (Celery read its
-    # settings when first used, perhaps by an earlier test: not eager here, whatever it read.)
-    monkeypatch.setitem(celery_app.conf, "task_always_eager", False)
+    # The broker takes the part, but no worker serves `eval-js` here.
     # Texts of their own: an earlier test's answers for the same texts are cached.
     records = [{**record, "completion": record["completion"] + f"\n// {uuid.uuid4()}\n"}
                for record in generations("js")]
