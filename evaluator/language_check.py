@@ -42,6 +42,7 @@ then confirmation) parses nothing again.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import re
 import shlex
@@ -534,19 +535,25 @@ def _batched(sources: list[str], run: RunJob, *, suffix: str, argv: Callable[[li
         lambda output, i: bool(_failing(output, failing.replace(r"(\d+)", f"({i})"))))
 
 
-_PYTHON_SCRIPT = """
-import ast, json, sys
-answers = []
+def python_parses(sources: list[str]) -> list[bool]:
+    """Whether each source parses as Python, by `ast`: it runs no line of a source. The
+    sandbox runs it as a script (`_PYTHON_SCRIPT`); the web process calls it itself."""
+    import ast
+
+    answers = []
+    for source in sources:
+        try:
+            ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            answers.append(False)
+        else:
+            answers.append(True)
+    return answers
+
+
+_PYTHON_SCRIPT = "import json, sys\n" + inspect.getsource(python_parses) + """
 with open("sources.json", encoding="utf-8") as handle:
-    sources = json.load(handle)
-for source in sources:
-    try:
-        ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        answers.append(False)
-    else:
-        answers.append(True)
-sys.stdout.write(json.dumps(answers))
+    sys.stdout.write(json.dumps(python_parses(json.load(handle))))
 """
 
 

@@ -10,12 +10,12 @@ the embedded broker has no result backend). The web request waits for the rows, 
 `LANGUAGE_CHECK_WAIT_SECONDS` for the whole check: a language whose worker did not answer
 by then is reported as not asked, never as "does not parse". Eager Celery (the tests)
 runs the task inline. Python is the exception: the web process's own parser reads it
-(`parse_python_here`), so that a Python upload never waits for a free worker.
+(`evaluator.language_check.python_parses`), so that a Python upload never waits for a
+free worker.
 """
 
 from __future__ import annotations
 
-import ast
 import logging
 import time
 from collections.abc import Mapping
@@ -24,7 +24,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from evaluator.language_check import Answer, sandboxed_parsers
+from evaluator.language_check import Answer, python_parses, sandboxed_parsers
 from evaluator.languages.registry import display_name
 from webapp.runs.dispatch import send_language_check
 from webapp.runs.models import LanguageCheckPart
@@ -52,7 +52,7 @@ class WorkerParsers:
 
     def __call__(self, requests: Mapping[str, list[str]]) -> dict[str, list[Answer] | str]:
         answers: dict[str, list[Answer] | str] = {
-            language: parse_python_here(sources) for language, sources in requests.items()
+            language: list(python_parses(sources)) for language, sources in requests.items()
             if language == "python"}
         requests = {language: sources for language, sources in requests.items()
                     if language not in answers}
@@ -84,21 +84,6 @@ class WorkerParsers:
         finally:
             LanguageCheckPart.objects.filter(pk__in=[p.pk for p in parts.values()]).delete()
         return answers
-
-
-def parse_python_here(sources: list[str]) -> list[Answer]:
-    """Whether each source parses as Python, by this process's own parser: it runs no line
-    of the source, needs no toolchain, and the sources are short (`MAX_SOURCE_CHARS`), so
-    a Python upload, the common case, never waits for a worker to be free."""
-    answers: list[Answer] = []
-    for source in sources:
-        try:
-            ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            answers.append(False)
-        else:
-            answers.append(True)
-    return answers
 
 
 def language_check_part_run(*, part_id: int, worker: str = "") -> bool:

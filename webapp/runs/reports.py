@@ -10,6 +10,7 @@ the breakdowns from one grouped query, never from a query per sample.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +26,9 @@ from evaluator.sandbox.base import wall_backstop
 from evaluator.sandbox.levels import level_of_backend
 from webapp.query_params import BadQuery
 from webapp.runs.diffs import CharDiff, char_diff
-from webapp.runs.events import ProblemCount, SnapshotEvent
+from webapp.runs.events import PassAtKValue, ProblemCount, SnapshotEvent
 from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
-from webapp.runs.selectors import REPORTED_KS, Viewer, run_pass_hat_k, visible_runs
+from webapp.runs.selectors import REPORTED_KS, Viewer, visible_runs
 
 TASK_ID = re.compile(r"HumanEval/\d{1,6}")
 OUTPUT_SHOWN = 20_000
@@ -115,10 +116,12 @@ def run_label(run: Run) -> str:
     return f"{run.name} (#{run.pk})"
 
 
-def run_curves(*, runs: list[Run], with_pass_hat_k: bool = False) -> list[dict[str, Any]]:
+def run_curves(*, runs: list[Run],
+               pass_hat_k: Mapping[int, list[PassAtKValue]] | None = None) -> list[dict[str, Any]]:
     """pass@k for k = 1…n with its bootstrap band, one entry per run that has scores, in the
-    order given: the data of a Plotly chart. `with_pass_hat_k`: each entry also has
-    `pass_hat_k`, pass^k's curve in the same shape."""
+    order given: the data of a Plotly chart. `pass_hat_k` (run id -> `run_pass_hat_k` with
+    every k): the entries of those runs also have `pass_hat_k`, its curve in the same
+    shape."""
     by_run: dict[int, dict[str, list[float]]] = {
         run.pk: {"k": [], "value": [], "low": [], "high": []} for run in runs
     }
@@ -136,8 +139,8 @@ def run_curves(*, runs: list[Run], with_pass_hat_k: bool = False) -> list[dict[s
             continue
         curve: dict[str, Any] = {"run_id": run.pk, "label": run_label(run),
                                  "url": run.get_absolute_url(), **by_run[run.pk]}
-        if with_pass_hat_k:
-            points = run_pass_hat_k(run=run, ks=None)
+        if pass_hat_k is not None and run.pk in pass_hat_k:
+            points = pass_hat_k[run.pk]
             curve["pass_hat_k"] = {
                 "k": [point["k"] for point in points],
                 "value": [round(point["value"], 6) for point in points],

@@ -194,7 +194,11 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     problem_page = Paginator(table.rows, PROBLEMS_PER_PAGE).get_page(
         query_int(params, "page", default=1, minimum=1))
     metrics = run_pass_at_k(run=run, ks=run_reported_ks(run))
-    pass_hat = {point["k"]: point for point in run_pass_hat_k(run=run, ks=run_reported_ks(run))}
+    # Every k at once, for the curves; the table's k are among them (each k is bootstrapped
+    # on the same draws, so its numbers do not depend on the others asked).
+    pass_hat_k = {shown.pk: run_pass_hat_k(run=shown, ks=None) for shown in [run, *overlays]}
+    reported_ks = set(run_reported_ks(run))
+    pass_hat = {point["k"]: point for point in pass_hat_k[run.pk] if point["k"] in reported_ks}
     failures = (run_failure_breakdown(run=run, up_to_seq=snapshot["seq"] if run.is_active else None)
                 if snapshot["progress"]["done"] else [])
     return render(request, "runs/run_detail.html", {
@@ -220,7 +224,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "overlay_ids": [o.pk for o in overlays],
         "overlay_candidates": overlay_candidates(user=request.user, run=run),
         "chart_data": {
-            "curves": run_curves(runs=[run, *overlays], with_pass_hat_k=True),
+            "curves": run_curves(runs=[run, *overlays], pass_hat_k=pass_hat_k),
             "failures": [{"label": bar.label, "count": bar.count, "url": bar.url,
                           "status": bar.status, "error_type": bar.error_type}
                          for bar in failures],
