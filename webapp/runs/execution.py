@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from evaluator.engine import EngineEvent
 from evaluator.raw_verdicts import evaluate_with_raw_verdicts
-from evaluator.records import INFRASTRUCTURE_STATUS, RunOptions, SampleResult, cap_text
+from evaluator.records import INFRASTRUCTURE_STATUS, STATUSES, RunOptions, SampleResult, cap_text
 from evaluator.records import Sample as EvaluatorSample
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.health.selectors import canary_healthy, language_readiness
@@ -40,10 +40,10 @@ from webapp.runs.events import (
     test_summary,
 )
 from webapp.runs.leases import Heartbeat, lease_end
-from webapp.runs.live import emit_run_event, next_event_seq, run_event_record, run_finished_record
+from webapp.runs.live import emit_run_event, run_event_record, run_finished_record
 from webapp.runs.manifests import run_manifest_record
 from webapp.runs.models import CachedResult, Chunk, Run, Sample
-from webapp.runs.selectors import run_counts_and_status
+from webapp.runs.selectors import COUNT_FIELDS, progress_from_counts, run_counts_and_status
 from webapp.runs.transient import TRANSIENT_DB_ERRORS, db_retry
 
 logger = logging.getLogger(__name__)
@@ -52,6 +52,9 @@ MAX_CHUNK_ATTEMPTS = 10
 """A chunk taken back from lost workers this many times fails the run: something in it
 kills its worker (memory, say), and trying for ever would hide that."""
 WORKER_NAME = socket.gethostname()
+CACHE_BATCH = 16
+"""Results are stored in the result cache this many at a time, and at the chunk's end: a
+worker lost in between costs only their evaluation again, never a verdict."""
 
 
 @dataclass(frozen=True)
@@ -96,8 +99,12 @@ class DatabaseResultCache:
         with self._lock:
             self._pending[key] = result
 
-    def flush(self) -> None:
+    def flush(self, *, at_least: int = 1) -> None:
+        """Store the results held, once there are `at_least` of them: one write for many
+        samples (`CACHE_BATCH`)."""
         with self._lock:
+            if len(self._pending) < at_least:
+                return
             pending, self._pending = self._pending, {}
         if pending:
             rows = [CachedResult(key=k, result=storable(r.to_dict())) for k, r in pending.items()]
@@ -384,6 +391,8 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str, worker: str = WORKER_NAME) 
                     _recheck_canaries(worker)
                     stop.set()
                     break
+            if cache is not None:
+                cache.flush()
             if not stop.is_set():
                 # Asked here, of this worker's own toolchains and sandbox.
                 db_retry(lambda: run_manifest_record(run=run, engine=engine,
@@ -413,7 +422,7 @@ def _forward(event: EngineEvent, *, run: Run, sample_ids: list[int],
         ))
     elif event["type"] == "sample_finished":
         if cache is not None:
-            cache.flush()
+            cache.flush(at_least=CACHE_BATCH)
         result: SampleResult = event["result"]
         if not run.sandbox_backend and result.sandbox is not None:
             run.sandbox_backend = result.sandbox.backend
@@ -470,11 +479,15 @@ def run_pause(*, run_id: int, cause: str, language: str = "") -> bool:
     return paused
 
 
+class _NotPending(Exception):
+    """The sample already had its result: roll back the counts drawn for it."""
+
+
 def sample_record_result(
     *, run_id: int, sample_id: int, result: SampleResult
 ) -> SampleFinishedEvent | None:
     """Store one sample's result, bump the run's counters and draw the event's number, in
-    one transaction.
+    one transaction of two statements.
 
     Only a pending sample of an active run is updated: a chunk evaluated twice counts each
     sample once, and nothing is recorded after a cancel or a pause. Returns the event to
@@ -482,35 +495,60 @@ def sample_record_result(
     """
     status = result.status
     passed_tests = sum(1 for test in result.tests if test.status == "passed")
-    with transaction.atomic():
-        # The run's row is locked first, as `run_cancel` does: a cancel either waits for
-        # this result, which then comes before its event, or came first, and this waits
-        # for it and records nothing.
-        if not Run.objects.select_for_update().filter(pk=run_id,
-                                                      status__in=Run.ACTIVE).exists():
-            return None
-        updated = Sample.objects.filter(pk=sample_id, status="pending").update(
-            status=status,
-            cached=result.cached,
-            program_hash=result.program_hash,
-            error_type=cap_text(result.error_type or "", 90),
-            message=storable(cap_text(result.message or "", 2000)),
-            duration_ms=result.compile_ms + result.run_ms,
-            tests_passed=passed_tests,
-            tests_total=len(result.tests),
-            result=storable(result.to_dict()),
-            finished_at=timezone.now(),
-        )
-        if not updated:
-            return None
-        seq = next_event_seq(
-            run_id=run_id,
-            done_count=F("done_count") + 1,
-            cached_count=F("cached_count") + int(result.cached),
-            **{f"{status}_count": F(f"{status}_count") + 1},
-        )
-        Sample.objects.filter(pk=sample_id).update(seq=seq)
-        # Read inside the transaction: these are the counts right after this sample.
-        _, progress = run_counts_and_status(run_id=run_id)
+    try:
+        with transaction.atomic():
+            # The run's row is locked first, as `run_cancel` does: a cancel either waits
+            # for this result, which then comes before its event, or came first, and this
+            # waits for it and records nothing.
+            counted = _count_result(run_id=run_id, status=status, cached=result.cached)
+            if counted is None:
+                return None
+            seq, counts = counted
+            # The result and its number in one write: the row, result included, is written
+            # once (a second update would copy it whole again into the log).
+            updated = Sample.objects.filter(pk=sample_id, status="pending").update(
+                status=status,
+                cached=result.cached,
+                program_hash=result.program_hash,
+                error_type=cap_text(result.error_type or "", 90),
+                message=storable(cap_text(result.message or "", 2000)),
+                duration_ms=result.compile_ms + result.run_ms,
+                tests_passed=passed_tests,
+                tests_total=len(result.tests),
+                result=storable(result.to_dict()),
+                finished_at=timezone.now(),
+                seq=seq,
+            )
+            if not updated:
+                raise _NotPending
+    except _NotPending:
+        return None
     return sample_finished_event(run_id=run_id, sample_id=sample_id, seq=seq, result=result,
-                                 progress=progress)
+                                 progress=progress_from_counts(counts))
+
+
+def _count_result(*, run_id: int, status: str, cached: bool) -> tuple[int, dict[str, int]] | None:
+    """Count one result of `status` in the run's counters and draw the run's next event
+    number, in one statement that also locks the run's row until the transaction ends:
+    the number and the counts right after this result. None when the run is not active.
+    The numbers follow commit order and have no gaps (`live.next_event_seq`'s rule)."""
+    if status not in STATUSES:
+        raise ValueError(f"not a sample status: {status!r}")
+    name = connection.ops.quote_name
+    bumped = ["event_seq", "done_count", f"{status}_count", *(["cached_count"] if cached else [])]
+    returned = ["event_seq", *COUNT_FIELDS]
+    active = ", ".join(["%s"] * len(Run.ACTIVE))
+    # Only quoted names of this model's own columns are formatted in; the status was
+    # checked above and every value is a parameter.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {name(Run._meta.db_table)} "  # noqa: S608
+            f"SET {', '.join(f'{name(c)} = {name(c)} + 1' for c in bumped)} "
+            f"WHERE {name('id')} = %s AND {name('status')} IN ({active}) "
+            f"RETURNING {', '.join(name(c) for c in returned)}",
+            [run_id, *Run.ACTIVE])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = dict(zip(returned, row, strict=True))
+    return int(values.pop("event_seq")), {key: int(value) for key, value in values.items()}

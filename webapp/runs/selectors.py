@@ -94,7 +94,7 @@ def find_duplicate_run(*, user: Viewer, fingerprint: str) -> Run | None:
     )
 
 
-_COUNT_FIELDS = ("samples_total", "done_count", "cached_count", *(f"{s}_count" for s in STATUSES))
+COUNT_FIELDS = ("samples_total", "done_count", "cached_count", *(f"{s}_count" for s in STATUSES))
 
 
 def progress_from_counts(counts: dict[str, int]) -> RunProgress:
@@ -109,12 +109,12 @@ def progress_from_counts(counts: dict[str, int]) -> RunProgress:
 
 
 def run_progress(*, run_id: int) -> RunProgress:
-    counts = Run.objects.filter(pk=run_id).values(*_COUNT_FIELDS).get()
+    counts = Run.objects.filter(pk=run_id).values(*COUNT_FIELDS).get()
     return progress_from_counts(counts)
 
 
 def run_counts_and_status(*, run_id: int) -> tuple[str, RunProgress]:
-    row = Run.objects.filter(pk=run_id).values("status", *_COUNT_FIELDS).get()
+    row = Run.objects.filter(pk=run_id).values("status", *COUNT_FIELDS).get()
     return row.pop("status"), progress_from_counts(row)
 
 
@@ -232,7 +232,7 @@ def run_events_after(*, run: Run, after: int, limit: int) -> list[DurableEvent] 
     if missed:
         # The counts just before the first missed sample, then one sample at a time: the
         # same progress each event carried when it was sent live.
-        counts = dict.fromkeys(_COUNT_FIELDS, 0)
+        counts = dict.fromkeys(COUNT_FIELDS, 0)
         counts["samples_total"] = Run.objects.filter(pk=run.pk).values_list(
             "samples_total", flat=True).get()
         before = Sample.objects.filter(run=run, seq__lte=after)
