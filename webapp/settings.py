@@ -106,10 +106,28 @@ TEMPLATES = [
 ]
 
 
+WEB_PROCESS = env_str("WORKBENCH_PROCESS", "") == "web"
+"""Set by `webapp.asgi` before Django starts: this process serves pages and websockets."""
+
+
 def _database(url: str) -> dict[str, Any]:
     config: dict[str, Any] = dict(
         dj_database_url.parse(url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0))
     )
+    if config["ENGINE"] == "django.db.backends.postgresql" and WEB_PROCESS:
+        # Under ASGI every request and every socket's read runs on a thread of its own, and
+        # a connection per call cost each live viewer seconds under load (issue 23): the
+        # web process keeps a pool, checked before each use, so a connection the server
+        # dropped is replaced rather than failing a page. Only the web process: a pool's
+        # sockets must not cross the fork of Celery's workers, and persistent connections
+        # (DATABASE_CONN_MAX_AGE) cannot be used beside it.
+        config["CONN_MAX_AGE"] = 0
+        config["CONN_HEALTH_CHECKS"] = True  # Django checks each pooled connection then
+        config.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": env_int("DATABASE_POOL_SIZE", 16, minimum=1),
+            "timeout": 30,
+        }
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # The web server and every worker process write to the same file: WAL lets readers
         # run beside a writer, IMMEDIATE transactions take the write lock up front (no
@@ -242,7 +260,8 @@ REDIS_SOCKET_TIMEOUT = 30.0
 
 def redis_channel_layer(url: str) -> dict[str, Any]:
     return {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        # channels_redis's layer, receiving all that waits in one trip (webapp.redis_channel_layer).
+        "BACKEND": "webapp.redis_channel_layer.BatchingRedisChannelLayer",
         "CONFIG": {
             # channels-redis waits on Redis for up to 5 s for a message (BZPOPMIN), and
             # redis-py gives up reading a socket after 5 s by default: every quiet websocket
@@ -303,6 +322,23 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "runs.sweep", "schedule": SWEEP_SECONDS,
                    "options": {"queue": "default", "expires": SWEEP_SECONDS}},
 }
+
+# -- Page cache -----------------------------------------------------------------------------
+# The run pages and leaderboards many people read at once (webapp/runs/page_cache.py). Its keys
+# say what each entry was drawn from, so a process never serves a stale one: with Redis the
+# web processes share it; embedded, each keeps its own in memory. Short timeouts: a Redis
+# that restarts costs a page its cache, never a wait (never `cache.clear()` it: on the
+# broker's Redis that is FLUSHDB).
+if REDIS_URL:
+    CACHES: dict[str, Any] = {"default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env_str("WORKBENCH_CACHE_URL", REDIS_URL),
+        "KEY_PREFIX": "workbench",
+        "OPTIONS": {"socket_timeout": 1, "socket_connect_timeout": 1},
+    }}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                          "OPTIONS": {"MAX_ENTRIES": 2000}}}
 
 LOGGING = {
     "version": 1,

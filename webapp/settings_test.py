@@ -20,6 +20,9 @@ from webapp.settings import *  # noqa: E402, F403
 
 CELERY_TASK_ALWAYS_EAGER = True
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# The page cache in memory whatever the environment says: tests empty it between them, and
+# emptying a Redis cache is FLUSHDB.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 EVALUATOR_SANDBOX = "none"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {

@@ -87,16 +87,10 @@ def test_invalid_group_name_is_refused(tmp_path):
         run(layer.group_send("bad name!", {"type": "x"}))
 
 
-def test_a_quiet_redis_channel_outlasts_the_layer_s_blocking_wait():
-    """The Redis layer as production configures it: a websocket with no event for longer
-    than the layer's blocking wait (and redis-py's default read timeout, both 5 s) keeps
-    receiving. With the old configuration this raised redis.exceptions.TimeoutError."""
+def _redis_url() -> str:
     import os
 
     import redis
-    from channels_redis.core import RedisChannelLayer
-
-    from webapp.settings import redis_channel_layer
 
     url = os.environ.get("WORKBENCH_TEST_REDIS", "redis://127.0.0.1:6379/14")
     try:
@@ -105,12 +99,29 @@ def test_a_quiet_redis_channel_outlasts_the_layer_s_blocking_wait():
         if os.environ.get("WORKBENCH_REQUIRE_SERVICES"):
             pytest.fail(f"Redis is not reachable at {url} ({exc})")
         pytest.skip(f"Redis is not reachable at {url}")
-    config = redis_channel_layer(url)["CONFIG"]
-    quiet = RedisChannelLayer.brpop_timeout + 3
+    return url
+
+
+def _production_layer(url: str):
+    """A Redis layer as production configures it (`webapp.settings.redis_channel_layer`)."""
+    from django.utils.module_loading import import_string
+
+    from webapp.settings import redis_channel_layer
+
+    config = redis_channel_layer(url)
+    return import_string(config["BACKEND"])(**config["CONFIG"])
+
+
+def test_a_quiet_redis_channel_outlasts_the_layer_s_blocking_wait():
+    """The Redis layer as production configures it: a websocket with no event for longer
+    than the layer's blocking wait (and redis-py's default read timeout, both 5 s) keeps
+    receiving. With the old configuration this raised redis.exceptions.TimeoutError."""
+    url = _redis_url()
 
     async def scenario():
-        web = RedisChannelLayer(**config)
-        worker = RedisChannelLayer(**config)
+        web = _production_layer(url)
+        worker = _production_layer(url)
+        quiet = web.brpop_timeout + 3
         channel = await web.new_channel()
         await web.group_add("run-quiet", channel)
         receiving = asyncio.ensure_future(web.receive(channel))
@@ -125,3 +136,36 @@ def test_a_quiet_redis_channel_outlasts_the_layer_s_blocking_wait():
         return message
 
     assert run(scenario())["n"] == 1
+
+
+def test_one_redis_receive_takes_every_message_waiting_for_the_process():
+    """channels_redis took one message per four round trips to Redis: under load, a web
+    process drew messages more slowly than the workers of one busy run sent them. The
+    production layer takes all that waits in one receive, and hands each channel of the
+    process its messages in order."""
+    url = _redis_url()
+    sent = 50
+
+    async def scenario() -> tuple[int, list[int], list[int]]:
+        web = _production_layer(url)
+        worker = _production_layer(url)
+        feed, other = await web.new_channel(), await web.new_channel()
+        for channel in (feed, other):
+            await web.group_add("run-busy", channel)
+        for n in range(sent):
+            await worker.group_send("run-busy", {"type": "run.event", "n": n})
+        received = [(await web.receive(feed))["n"]]
+        # The process's messages are all out of Redis after that one receive.
+        key = web.prefix + web.non_local_name(feed)
+        left = await web.connection(web.consistent_hash(feed)).zcard(key)
+        received += [(await web.receive(feed))["n"] for _ in range(sent - 1)]
+        others = [(await web.receive(other))["n"] for _ in range(sent)]
+        await web.flush()
+        await web.close_pools()
+        await worker.close_pools()
+        return left, received, others
+
+    left, received, others = run(scenario())
+    assert left == 0, f"{left} messages were left in Redis for later trips"
+    assert received == list(range(sent))
+    assert others == list(range(sent))

@@ -10,10 +10,12 @@ the run's last number, and sent from the database.
 Many viewers of one run cost little more than one. A web process joins the run's group
 once, whatever the number of its viewers (`RunFeed`), so each event crosses the channel
 layer once per process, not once per viewer; viewers that join while a snapshot is being
-drawn share the next one drawn after they joined; and a live event is drawn and encoded
-once per process. While the channel layer is away, a viewer
-is accepted and closed at once with CLOSE_TRY_AGAIN, which the page understands and
-retries; only a viewer who may not see the run gets CLOSE_NOT_ALLOWED.
+drawn share the next one drawn after they joined, and those that miss events share their
+catch-up (`SharedReads`); and a live event is drawn and encoded once per process. The
+database reads run on the event loop's pool of threads, not on the one thread channels
+gives every database call of a process. While the channel layer is away, a viewer is
+accepted and closed at once with CLOSE_TRY_AGAIN, which the page understands and retries;
+only a viewer who may not see the run gets CLOSE_NOT_ALLOWED.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import time
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -63,7 +68,83 @@ drop them: its durable events come again from the database."""
 LOST = "feed.lost"
 """The message a viewer gets when its process's feed of the run lost the channel layer."""
 BEHIND = "feed.behind"
-"""The message a viewer gets when the run's last number is past the last it was sent."""
+"""The message a viewer gets when the run's last number is past the last it was sent, and
+the events up to it did not reach this process's feed."""
+
+Result = TypeVar("Result")
+
+
+def _off_thread(read: Callable[..., Result]) -> Callable[..., Awaitable[Result]]:
+    """`read`, run on a thread of the loop's pool. By default channels runs every
+    `database_sync_to_async` call of a process through one thread, each with a new
+    database connection: 50 viewers joining a run queued their reads behind one another,
+    and the last waited seconds. These reads depend on no other call's thread, and each
+    closes its own connection (`webapp.websocket_auth` does the same for the user)."""
+    return database_sync_to_async(read, thread_sensitive=False)
+
+
+@dataclass
+class _Read(Generic[Result]):
+    """One read of `SharedReads`: from which number, and when it began (not yet: inf)."""
+
+    after: int
+    began: float = math.inf
+    result: asyncio.Future[Result] | None = None
+
+
+@dataclass
+class SharedReads(Generic[Result]):
+    """One kind of read of a run's state, shared by the run's viewers in this process.
+
+    A viewer needs a read begun after a moment of its own (when it joined the run's feed,
+    or noticed a gap), from a number at most its own `after`. It shares the latest read
+    that fits; else, while a read is under way, the next one, begun when that one ends and
+    from the lowest number its viewers asked for; else a new one. One read at a time per
+    run, however many viewers: fifty viewers who joined a busy run one after another each
+    missed the snapshot begun before them and drew their own, in turn, seconds apart.
+    """
+
+    read: Callable[[int], Result]
+    latest: _Read[Result] | None = None
+    pending: _Read[Result] | None = None
+    tasks: set[asyncio.Future[Result]] = field(default_factory=set)
+
+    async def get(self, *, since: float, after: int = 0) -> Result:
+        latest = self.latest
+        chosen: _Read[Result] | None
+        if latest is not None and latest.began >= since and latest.after <= after:
+            chosen = latest
+        elif latest is not None and latest.result is not None and not latest.result.done():
+            chosen = self.pending
+            if chosen is None:
+                chosen = self._begin(_Read(after), previous=latest.result)
+            chosen.after = min(chosen.after, after)
+        else:
+            chosen = self._begin(_Read(after), previous=None)
+        assert chosen.result is not None
+        # Shielded: a viewer that leaves does not cancel the read the others wait for.
+        return await asyncio.shield(chosen.result)
+
+    def _begin(self, read: _Read[Result], *, previous: asyncio.Future[Result] | None,
+               ) -> _Read[Result]:
+        if previous is None:
+            read.began = time.monotonic()
+            self.latest = read
+        else:
+            self.pending = read
+        read.result = asyncio.ensure_future(self._run(read, previous))
+        self.tasks.add(read.result)
+        read.result.add_done_callback(self.tasks.discard)
+        return read
+
+    async def _run(self, read: _Read[Result], previous: asyncio.Future[Result] | None,
+                   ) -> Result:
+        if previous is not None:
+            await asyncio.wait([previous])  # its outcome is for its own viewers
+            self.pending = None
+            read.began = time.monotonic()
+            self.latest = read
+        return await _off_thread(self.read)(read.after)
 
 
 class RunFeed:
@@ -81,6 +162,10 @@ class RunFeed:
         self.loop = asyncio.get_running_loop()
         self.channel = ""
         self.viewers: set[RunConsumer] = set()
+        self.seen_seq = 0
+        """The highest event number that reached this feed."""
+        self.snapshots = SharedReads(lambda _after: _drawn_snapshot(run_id))
+        self.catch_ups = SharedReads(lambda after: _drawn_events_after(run_id, after))
         self.closed = False
         self.pump: asyncio.Task[None] | None = None
         self.watch: asyncio.Task[None] | None = None
@@ -95,28 +180,46 @@ class RunFeed:
     async def _watch(self) -> None:
         """Now and then, one look per process (not per viewer) at the run's last number: the
         last events of a run (its end, say) may be dropped with no later event to reveal
-        the gap, and a viewer that was sent less catches up."""
+        the gap, and a viewer that was sent less catches up.
+
+        Only events that never reached this feed, or that a viewer's full inbox dropped,
+        count as missed: those in a viewer's inbox are on their way, and taking them for
+        missed sent every viewer of a busy run to the database at each look."""
         while True:
             await asyncio.sleep(settings.LIVE_RECONCILE_SECONDS)
             if all(viewer.ended for viewer in self.viewers):
                 continue
+            dropped = {viewer for viewer in self.viewers if viewer.inbox_dropped}
+            for viewer in dropped:
+                viewer.inbox_dropped = False
             try:
-                latest = await database_sync_to_async(run_event_seq)(run_id=self.run_id)
+                latest = await _off_thread(run_event_seq)(run_id=self.run_id)
             except DatabaseError as exc:
                 # The database is away for a moment; the next look will do.
                 logger.warning("run %s: could not compare live events: %s", self.run_id, exc)
+                for viewer in dropped:
+                    viewer.inbox_dropped = True
                 continue
+            if self.seen_seq < latest:
+                # Committed just before the look, it may still be on its way, like a gap.
+                await asyncio.sleep(GAP_WAIT_SECONDS)
             for viewer in list(self.viewers):
-                if not viewer.ended and viewer.sent_seq < latest:
+                if (not viewer.ended and viewer.sent_seq < latest
+                        and (self.seen_seq < latest or viewer in dropped)):
                     viewer.inbox.put_nowait({"type": BEHIND, "seq": latest})
 
     async def _pump(self) -> None:
         try:
             while True:
                 message = await self.layer.receive(self.channel)
+                seq = message.get("event", {}).get("seq")
+                if message.get("type") == MESSAGE_TYPE and isinstance(seq, int):
+                    self.seen_seq = max(self.seen_seq, seq)
                 for viewer in list(self.viewers):
                     if viewer.inbox.qsize() < INBOX_MAX:
                         viewer.inbox.put_nowait(message)
+                    else:
+                        viewer.inbox_dropped = True
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -193,6 +296,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
     sent_seq = 0
     ended = False
     accepted = False
+    inbox_dropped = False
     gap_timer: asyncio.Task[None] | None = None
     reader: asyncio.Task[None] | None = None
     feed: RunFeed | None = None
@@ -233,7 +337,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
             return
         run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
         try:
-            self.run = await database_sync_to_async(_visible_run)(user, run_id)
+            self.run = await _off_thread(_visible_run)(user, run_id)
         except Http404:
             await self.close(code=CLOSE_NOT_ALLOWED)
             return
@@ -358,7 +462,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         disconnected (`lifecycle` sends this)."""
         assert self.run is not None
         try:
-            await database_sync_to_async(_visible_run)(self.scope.get("user"), self.run.pk)
+            await _off_thread(_visible_run)(self.scope.get("user"), self.run.pk)
         except Http404:
             self.ended = True
             await self.close(code=CLOSE_NOT_ALLOWED)
@@ -374,18 +478,28 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
 
     async def _send_snapshot(self, *, joined: float | None = None) -> None:
         """Send the state in the database; `joined`, when this socket joined the run's
-        group, lets it share a snapshot drawn for another viewer since then."""
-        assert self.run is not None
-        seq, status, text = await _shared_snapshot(self.run, since=joined or time.monotonic())
+        group, lets it share a snapshot drawn for another viewer since then.
+
+        Begun after the viewer joined the run's group, a snapshot reads the run's event
+        number after the join, so every later event reaches the viewer live, as with a
+        snapshot of its own."""
+        assert self.feed is not None
+        seq, status, text = await self.feed.snapshots.get(since=joined or time.monotonic())
         await self.send(text_data=text)
         self.sent_seq = seq
         self.ended = status not in Run.ACTIVE
 
     async def _catch_up(self, after: int) -> bool:
-        """Send the durable events after `after`; False when too many were missed."""
-        assert self.run is not None
-        events = await _shared_events_after(self.run, after)
-        if events is None:
+        """Send the durable events after `after`; False when too many were missed, or when
+        `after` is a number the run never reached.
+
+        The events may come from a read shared with viewers that asked from further back.
+        Begun after this call, it holds every event up to the run's number when it was
+        read; a viewer is in the run's feed already, so whatever is numbered later reaches
+        it live, or is asked for again as a gap."""
+        assert self.feed is not None
+        latest, events = await self.feed.catch_ups.get(since=time.monotonic(), after=after)
+        if events is None or after > latest:
             return False
         self.sent_seq = max(self.sent_seq, after)
         for event in events:
@@ -417,38 +531,14 @@ def _after(query_string: bytes) -> int | None:
 Drawn = tuple[int, str, str]
 """A snapshot as sent: its number, the run's status in it, and its JSON text."""
 
-_snapshots: dict[tuple[int, int], tuple[float, asyncio.Future[Drawn]]] = {}
-"""(event loop, run id) -> when the latest snapshot began to be drawn, and the drawing."""
-
 _drawn_events: OrderedDict[tuple[int, int], tuple[dict[str, Any], dict[str, Any], str]] = (
     OrderedDict())
 """(run id, seq) -> a live durable event as received, as drawn, and encoded, for the other
 viewers of the run."""
 
 
-async def _shared_snapshot(run: Run, *, since: float) -> Drawn:
-    """A snapshot of `run` begun after `since`: the one being drawn or just drawn for
-    another viewer when it began late enough, else a new one.
-
-    Begun after the viewer joined the run's group, it reads the run's event number after
-    the join, so every later event reaches the viewer live, as with a snapshot of its own.
-    """
-    key = (id(asyncio.get_running_loop()), run.pk)
-    shared = _snapshots.get(key)
-    if shared is None or shared[0] < since:
-        began = time.monotonic()
-        shared = (began, asyncio.ensure_future(database_sync_to_async(_drawn_snapshot)(run)))
-        _snapshots[key] = shared
-        # Only the latest of each run is kept, and none that is old.
-        for other, (at, drawing) in list(_snapshots.items()):
-            if other != key and drawing.done() and at < began - 60:
-                del _snapshots[other]
-    # Shielded: a viewer that leaves does not cancel the drawing the others wait for.
-    return await asyncio.shield(shared[1])
-
-
-def _drawn_snapshot(run: Run) -> Drawn:
-    snapshot = with_log_html(run_snapshot(run=run))
+def _drawn_snapshot(run_id: int) -> Drawn:
+    snapshot = with_log_html(run_snapshot(run=Run.objects.get(pk=run_id)))
     return snapshot["seq"], snapshot["status"], json.dumps(snapshot)
 
 
@@ -466,36 +556,18 @@ def _drawn_live_event(event: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return kept[1], kept[2]
 
 
-_catch_ups: dict[tuple[int, int, int],
-                 tuple[float, asyncio.Future[list[dict[str, Any]] | None]]] = {}
-"""(event loop, run id, after) -> when the run's events after that number began to be read
-for a viewer, and the reading."""
-CATCH_UP_KEPT_SECONDS = 2.0
+CaughtUp = tuple[int, list[dict[str, Any]] | None]
+"""A catch-up as read: the run's last number before the read, and its durable events after
+the number asked for, drawn (None when more than CATCH_UP_LIMIT)."""
 
 
-async def _shared_events_after(run: Run, after: int) -> list[dict[str, Any]] | None:
-    """The run's durable events after `after`, drawn, shared by the viewers that ask for
-    the same gap at about the same time (a dropped or late event leaves the same gap in
-    every viewer of the run). Any such read will do: a viewer asking is in the run's feed
-    already, so whatever is numbered after the read's end reaches it live, or is asked
-    for again as a gap."""
-    now = time.monotonic()
-    key = (id(asyncio.get_running_loop()), run.pk, after)
-    shared = _catch_ups.get(key)
-    if shared is None or shared[0] < now - CATCH_UP_KEPT_SECONDS:
-        for other, (began, _) in list(_catch_ups.items()):
-            if began < now - CATCH_UP_KEPT_SECONDS:
-                del _catch_ups[other]
-        shared = _catch_ups[key] = (now, asyncio.ensure_future(
-            database_sync_to_async(_drawn_events_after)(run, after)))
-    return await asyncio.shield(shared[1])
-
-
-def _drawn_events_after(run: Run, after: int) -> list[dict[str, Any]] | None:
-    # Drawn here, on the database thread, not on the socket's event loop: a catch-up may
-    # hold thousands of entries.
+def _drawn_events_after(run_id: int, after: int) -> CaughtUp:
+    # Drawn here, on a thread, not on the socket's event loop: a catch-up may hold
+    # thousands of entries.
+    run = Run.objects.get(pk=run_id)
+    latest = run_event_seq(run_id=run_id)
     events = run_events_after(run=run, after=after, limit=CATCH_UP_LIMIT)
-    return None if events is None else [with_log_html(event) for event in events]
+    return latest, None if events is None else [with_log_html(event) for event in events]
 
 
 def _visible_run(user: Any, run_id: int) -> Run:

@@ -34,14 +34,6 @@ def run(unstarted_run) -> Run:
     return unstarted_run("live")
 
 
-@pytest.fixture
-def headers(personas) -> list[tuple[bytes, bytes]]:
-    client = Client()
-    client.force_login(personas.owner)
-    return [(b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
-            (b"origin", b"http://testserver")]
-
-
 def _as_json(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
