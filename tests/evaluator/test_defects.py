@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,14 @@ import pytest
 
 from evaluator.datasets import Dataset, load_dataset
 from evaluator.defects import (
+    INTERFACE_KIND,
     KINDS,
     REGISTRY_PATH,
     DefectError,
     apply_patches,
     defects_for,
     explains,
+    explains_input,
     load_registry,
 )
 from evaluator.engine import Engine, EngineConfig
@@ -193,3 +196,50 @@ def test_selfcheck_report_separates_explained_failures() -> None:
     assert data["failures"][0]["explained_by"] == ["hx-js-112-canonical"]
     assert "UNEXPLAINED" in report.text()
     assert len(list(report)) == 2
+
+
+# -- defects the plus tests find (HumanEval-X+, `evaluator.plus`) ----------------------------
+
+def _plus(problem_: Problem) -> Problem:
+    return replace(problem_, extra={"plus": {"set": "mini", "kept": [0]}})
+
+
+def test_a_plus_problem_is_explained_by_its_plus_defects_only() -> None:
+    base = problem(language="cpp", task_id="HumanEval/44", prompt="", entry_point="change_base",
+                   canonical_solution="    string out=\"\";\n    return out;\n}\n")
+    assert [d.id for d in explains(_plus(base), "hidden")] == ["hx-cpp-44-plus"]
+    assert explains(base, "hidden") == []  # the base tests do not show it
+    assert [d.id for d in explains_input(_plus(base), "[0, 3]")] == ["hx-cpp-44-plus"]
+    fixed = apply_patches(_plus(base))
+    assert "if (x==0) return \"0\";" in fixed.canonical_solution
+
+
+def test_listed_inputs_are_the_only_ones_explained() -> None:
+    java = _plus(problem(language="java", task_id="HumanEval/160", prompt="",
+                         entry_point="doAlgebra"))
+    (defect,) = [d for d in defects_for(java) if d.id == "hx-java-160-plus"]
+    assert defect.kind == INTERFACE_KIND
+    assert defect.inputs
+    assert explains_input(java, defect.inputs[0]) == [defect]
+    assert explains_input(java, "[['+'], [1, 2]]") == []
+
+
+def test_a_plus_copy_takes_no_edit_of_the_base_tests() -> None:
+    js = problem(language="js", task_id="HumanEval/2", prompt="", entry_point="truncateNumber",
+                 test="Math.abs(truncateNumber(123.456 - 0.456) < 1e-6)\n")
+    assert "truncateNumber(123.456) - 0.456" in apply_patches(js).test
+    plus = _plus(replace(js, test="assert.deepEqual(truncateNumber(3.5), 0.5)\n"))
+    assert apply_patches(plus) is plus  # hx-js-2-vacuous edits a test the copy lacks
+
+
+def test_inputs_belong_to_defects_the_plus_tests_find(tmp_path: Path) -> None:
+    entry = {"id": "x", "dataset": "d", "language": "cpp", "task_id": "HumanEval/1",
+             "kind": "wrong_canonical", "defect": "d", "evidence": "e", "effect": "f",
+             "canonical_fails": ["hidden"], "inputs": ["[1]"]}
+    path = tmp_path / "registry.json"
+    path.write_text(json.dumps({"version": "1", "defects": [entry]}))
+    with pytest.raises(DefectError, match="plus tests find"):
+        load_registry(path)
+    path.write_text(json.dumps({"version": "1", "defects": [{**entry, "inputs": [1]}]}))
+    with pytest.raises(DefectError, match="inputs takes"):
+        load_registry(path)

@@ -12,11 +12,12 @@ import pytest
 
 from evaluator.__main__ import main
 from evaluator.datasets import load_dataset
-from evaluator.plus.build import build_plus, table
+from evaluator.plus.build import PlusSource, build_plus, build_problem, declared_shapes, table
 from evaluator.plus.literals import Untranslatable, literal
-from evaluator.plus.oracle import expected_outputs
+from evaluator.plus.oracle import Answer, expected_outputs
 from evaluator.plus.types import read_signature, read_type
 from evaluator.plus.validate import classify, validate
+from evaluator.records import Problem
 from evaluator.records import TestOutcome as Outcome
 
 # -- a fixture of our own: four problems, hand-picked inputs ---------------------------
@@ -238,6 +239,10 @@ def test_canonical_cpp_passes_its_plus_tests_in_the_sandbox(sources: tuple[Path,
     report = validate(out / "humaneval_cpp.jsonl.gz", workers=1)
     # 2 add + 3 truncate (atol) + 2 flip_case + 1 longest
     assert (report["tests"], report["passed"]) == (8, 8), report["failures"]
+    # The registry renames the real CPP/27's misspelt filp_case, which this copy lacks:
+    # said, and the problem is counted unpatched.
+    assert "filp_case" in report["patch_errors"]["HumanEval/27"]
+    assert report["passed_patched"] == 8
 
 
 @needs_gxx
@@ -324,3 +329,19 @@ def test_a_checked_arithmetic_panic_is_an_overflow() -> None:
                       message="attempt to subtract with overflow (line 28)")
     assert classify(outcome, arguments=outcome.source) == "overflow"
 
+
+
+def test_javascript_takes_the_python_prompts_types_for_its_own() -> None:
+    prompt = "from typing import List\ndef f(xs: List[str], n: int, s: str):\n    \"\"\"F.\"\"\"\n"
+    assert declared_shapes(prompt, "f") == ("List", "", "str")
+    assert declared_shapes("def f(:\n", "f") == ()
+    problem = Problem(dataset="humanevalplus", task_id="HumanEval/29", language="python",
+                      natural_language="en", prompt=prompt, entry_point="f",
+                      canonical_solution="", test="")
+    source = PlusSource(problem, ((["a"], 1, "b"), ("ab", 1, "b"), (["a"], 1, ["b"])),
+                        ("base", "plus", "plus"), (Answer(True, 1),) * 3, 0.0)
+    signature = read_signature("js", "const f = (xs, n, s) => {\n", "f")
+    built = build_problem("js", signature, source)
+    assert built.kept == [0]
+    assert built.dropped == {"wrong_type": 2}
+    assert "str where the Python prompt declares List" in built.examples["wrong_type"]
