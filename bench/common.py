@@ -99,3 +99,29 @@ def store_verdicts(run: Any, chunk: Any, variants: Any, passed: Any, samples_eac
     Sample.objects.bulk_create(samples, batch_size=2000)
     if results:
         ProblemResult.objects.bulk_create(problems)
+
+
+def memory_kb(pid: int) -> tuple[int, int]:
+    """The resident set (VmRSS) and its peak (VmHWM) of a live process, in kB; (0, 0) once
+    it is gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return 0, 0
+    found = dict(line.split(":", 1) for line in lines if line.startswith(("VmRSS", "VmHWM")))
+    return (int(found.get("VmRSS", "0 kB").split()[0]),
+            int(found.get("VmHWM", "0 kB").split()[0]))
+
+
+def peak_reset(pids: list[int]) -> dict[int, int]:
+    """Start each process's peak (VmHWM) afresh from its resident set (`clear_refs` 5,
+    Linux 4.0+), so that the peak read after a step is the step's; each one's resident
+    set now, in kB, to measure its growth against."""
+    start = {}
+    for pid in pids:
+        try:
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
+        except OSError:
+            continue
+        start[pid] = memory_kb(pid)[0]
+    return start

@@ -274,7 +274,7 @@ class Stack:
             time.sleep(0.5)
 
 
-def _group_members(group: int) -> list[int]:
+def group_members(group: int) -> list[int]:
     """Live (not zombie) processes of a process group, from /proc."""
     members = []
     for entry in Path("/proc").iterdir():
@@ -295,7 +295,7 @@ def _wait_until_group_gone(group: int, *, deadline: float) -> None:
     """A SIGKILLed process lives on until the kernel has torn it down, which on a busy
     machine takes a while: return only when none of the group is left (or at the
     deadline), so that whoever waits for us finds nothing of ours still running."""
-    while _group_members(group) and time.monotonic() < deadline:
+    while group_members(group) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
