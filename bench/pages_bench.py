@@ -345,6 +345,22 @@ class LoadClient:
         connection.close()
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """The user and system CPU time the processes have used so far, from /proc: what the
+    web processes spend per request, which the load of a shared machine does not change
+    as much as it changes their latency."""
+    ticks = 0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        # After "pid (comm) ": state ... utime is the 12th field and stime the 13th.
+        fields = stat[stat.rindex(")") + 2:].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))]
@@ -359,6 +375,7 @@ def under_load(args: argparse.Namespace) -> None:
         RedisServer,
         services_stack,
     )
+    from webapp.stack import group_members
 
     work = Path(tempfile.mkdtemp(prefix="pages-load-"))
     database = redis_server = stack = None
@@ -411,6 +428,8 @@ def under_load(args: argparse.Namespace) -> None:
         clients = [LoadClient(host=host, cookie=cookie) for _ in range(args.clients)]
         print(f"load average before the clients: {load_average()}; run {running} at "
               f"{done_before}/{body['progress']['total']} samples", flush=True)
+        web = group_members(stack.processes["web"].pid)
+        web_cpu = cpu_seconds(web)
         stop = time.monotonic() + args.duration
         threads = [threading.Thread(target=c.run, args=(pages, stop, i))
                    for i, c in enumerate(clients)]
@@ -420,6 +439,7 @@ def under_load(args: argparse.Namespace) -> None:
         for thread in threads:
             thread.join()
         elapsed = time.perf_counter() - started
+        web_cpu = cpu_seconds(web) - web_cpu
         load_after = load_average()
         _, body = api(stack.url, token, f"/api/runs/{running}?problems=0")
         print(f"load average after {elapsed:.0f} s of {args.clients} clients: {load_after}; "
@@ -427,7 +447,9 @@ def under_load(args: argparse.Namespace) -> None:
               f"samples evaluated meanwhile (sandbox policy {args.sandbox})")
         total = sum(len(c.times.get(label, [])) for c in clients for label in pages)
         print(f"{total:,} requests, {total / elapsed:.1f}/s, {args.web_processes} web "
-              f"process{'es' if args.web_processes > 1 else ''}")
+              f"process{'es' if args.web_processes > 1 else ''}, which used "
+              f"{web_cpu * 1000 / max(1, total):.1f} ms of CPU per request "
+              f"({web_cpu / elapsed:.0%} of a core)")
         print(f"{'page':<24}{'requests':>9}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}  goal")
         results: dict[str, Any] = {}
         for label in pages:
@@ -446,7 +468,8 @@ def under_load(args: argparse.Namespace) -> None:
         if errors:
             print(f"{len(errors)} errors, e.g. {errors[:5]}")
         print(json.dumps({"clients": args.clients, "duration_s": round(elapsed),
-                          "load_average": load_after, "pages": results}))
+                          "load_average": load_after, "pages": results,
+                          "web_cpu_ms_per_request": round(web_cpu * 1000 / max(1, total), 1)}))
     finally:
         if stack is not None:
             stack.stop()

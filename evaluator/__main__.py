@@ -37,6 +37,7 @@ from evaluator.metrics import (
     metric_label,
     reportable_ks,
 )
+from evaluator.metrics_plus import run_base_plus
 from evaluator.profiles import (
     DEFAULT_TIME_LIMIT,
     PROFILES,
@@ -235,6 +236,8 @@ def _print_summary(summary: dict[str, Any], out: IO[str]) -> None:
     for name, point in [*summary["pass_at_k"].items(), *summary.get("pass_hat_k", {}).items()]:
         out.write(f"{name:<11} {point['value']:.4f}  (95% CI {point['low']:.4f}–"
                   f"{point['high']:.4f})\n")
+    if "base_plus" in summary:
+        _print_base_plus(summary["base_plus"], out)
     if summary["k_not_reportable"]:
         out.write(f"not reported: pass@{summary['k_not_reportable']} (too few samples per "
                   "problem)\n")
@@ -263,6 +266,16 @@ def _print_summary(summary: dict[str, Any], out: IO[str]) -> None:
               f"{summary['sandbox_chosen']}; ran {summary['executed']} programs "
               f"({summary['deduplicated']} duplicates, {summary['cache_hits']} cache hits) "
               f"in {summary['seconds']} s\n")
+
+
+def _print_base_plus(scores: dict[str, Any], out: IO[str]) -> None:
+    """EvalPlus's two columns: the base tests alone, then base and plus together."""
+    out.write(f"base, plus  over the {scores['problems']} problems with plus tests\n")
+    for name, base in scores["base"].items():
+        plus = scores["plus"][name]
+        out.write(f"  {name:<9} base {base['value']:.4f} ({base['low']:.4f}–{base['high']:.4f})"
+                  f"  plus {plus['value']:.4f} ({plus['low']:.4f}–{plus['high']:.4f})"
+                  f"  drop {scores['drop'][name]:.4f}\n")
 
 
 def _result_line(sample: Sample, result: SampleResult) -> str:
@@ -351,10 +364,14 @@ def command_evaluate(args: argparse.Namespace) -> int:
         sanitize=sanitize, backend=backend,
         languages={problems[sample.task_id].language for sample in samples
                    if sample.task_id in problems})
+    base_plus = run_base_plus(problems, results, wanted)
+    if base_plus is not None:
+        summary["base_plus"] = base_plus.to_dict()
     causes = infrastructure_causes(results)
     if causes:
         # Not one of these is a verdict: no score is published over them.
         summary["pass_at_k"] = summary["pass_hat_k"] = {}
+        summary.pop("base_plus", None)
         summary["infrastructure_failures"] = {"samples": sum(causes.values()),
                                               "causes": dict(causes.most_common(5))}
     if args.json:

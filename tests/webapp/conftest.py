@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.test import Client
 
 from evaluator.datasets import load_dataset
@@ -40,6 +41,7 @@ class Personas:
 def _fresh_problem_cache() -> Iterator[None]:
     # Test databases reuse ids; the per-process problem cache must not outlive a test.
     benchmark_selectors._problem_cache.clear()
+    cache.clear()  # the page cache (webapp.runs.page_cache), in this process's memory
     yield
     benchmark_selectors._problem_cache.clear()
 

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 
+from evaluator import defects
 from evaluator.metrics import (
     ALL_OF_K,
     ANY_OF_K,
@@ -42,7 +43,8 @@ from evaluator.metrics import (
 )
 from webapp.defects.scores import Point, ThreeWay, Way, runs_three_way, task_number
 from webapp.query_params import BadQuery
-from webapp.runs.models import Run
+from webapp.runs.models import Run, RunChange
+from webapp.runs.page_cache import FINISHED_SECONDS, key_of, shared
 from webapp.runs.scoring import curve_points
 from webapp.runs.selectors import REPORTED_KS
 from webapp.runs.verified import Verification, runs_held, runs_verification
@@ -141,6 +143,41 @@ def leaderboard_runs(*, runs: QuerySet[Run]) -> LeaderboardRuns:
     why = runs_verification(runs=held) if held else {}
     return LeaderboardRuns(listed=[run for run in finished if run.pk not in held_ids],
                            held=[(run, why[run.pk]) for run in held])
+
+
+def leaderboard_state(*, runs: QuerySet[Run]) -> str:
+    """A digest of everything a board of `runs` is drawn from: which runs stand in scope
+    (a run that finishes, is retracted, deleted, hidden or edited changes it), their
+    datasets' versions, the state of their patched scores, the latest confirmation of a
+    held run and the defect registry's version. Two queries."""
+    in_scope = list(runs.filter(status=Run.Status.FINISHED, retracted_at__isnull=True)
+                    .order_by("-finished_at", "-pk")
+                    .values_list("pk", "name", "model_name", "dataset_id", "dataset__version",
+                                 "harness_version", "sandbox_backend", "finished_at",
+                                 "event_seq", "patched_scoring__status",
+                                 "patched_scoring__samples_done",
+                                 "patched_scoring__registry_version")[:LEADERBOARD_RUNS])
+    changed = RunChange.objects.filter(run_id__in=[row[0] for row in in_scope]).aggregate(
+        last=Max("pk"))["last"]
+    return key_of("leaderboard-state", in_scope, changed, defects.load_registry().version)
+
+
+def leaderboard_drawn(*, runs: QuerySet[Run], sort: str = "", descending: bool = True,
+                      scores: str = "original", metric: str = ANY_OF_K
+                      ) -> tuple[Leaderboard, LeaderboardRuns]:
+    """The board of `runs` (those the viewer may see, in the board's scope) and the runs
+    behind it, from the shared page cache: its key holds exactly the runs in scope, so
+    viewers share a board only when they may see the same runs."""
+
+    def draw() -> tuple[Leaderboard, LeaderboardRuns]:
+        chosen = leaderboard_runs(runs=runs)
+        board = build_leaderboard(runs=chosen.listed, sort=sort, descending=descending,
+                                  scores=scores, metric=metric)
+        mark_verification(board, chosen)
+        return board, chosen
+
+    key = key_of("leaderboard", leaderboard_state(runs=runs), sort, descending, scores, metric)
+    return shared(key, draw, timeout=FINISHED_SECONDS)
 
 
 def mark_verification(board: Leaderboard, runs: LeaderboardRuns) -> None:

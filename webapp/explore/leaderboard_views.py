@@ -10,9 +10,10 @@ from django.shortcuts import render
 
 from evaluator.metrics import ANY_OF_K, METRICS
 from webapp.defects.scores import WAY_LABELS, query_scores
-from webapp.explore.leaderboard import build_leaderboard, leaderboard_runs, mark_verification
+from webapp.explore.leaderboard import leaderboard_drawn
 from webapp.query_params import handles_bad_query, query_choice, query_text
 from webapp.runs.models import Run
+from webapp.runs.plus import PLUS_COLUMNS, runs_plus_scores
 from webapp.runs.selectors import visible_runs
 from webapp.runs.verified import DEFINITION as VERIFIED_DEFINITION
 from webapp.teams.models import Team
@@ -23,14 +24,15 @@ from webapp.teams.signed_in import SignedInRequest
 def _leaderboard(request: HttpRequest, runs: QuerySet[Run], *, team: Team | None) -> HttpResponse:
     sort = query_text(request.GET, "sort")
     descending = query_choice(request.GET, "order", ("asc", "desc"), default="desc") == "desc"
-    chosen = leaderboard_runs(runs=runs)
-    finished = chosen.listed
     scores = query_scores(request.GET)
     metric = query_choice(request.GET, "metric", METRICS, default=ANY_OF_K)
-    board = build_leaderboard(runs=finished, sort=sort, descending=descending, scores=scores,
-                              metric=metric)
-    mark_verification(board, chosen)
+    board, chosen = leaderboard_drawn(runs=runs, sort=sort, descending=descending,
+                                      scores=scores, metric=metric)
+    finished = chosen.listed
+    tests = query_choice(request.GET, "tests", PLUS_COLUMNS, default="base")
     return render(request, "explore/leaderboard.html", {
+        "tests": tests, "plus_columns": PLUS_COLUMNS,
+        "plus_pairs": runs_plus_scores(runs=finished, scope=runs) if tests == "both" else {},
         "board": board, "team": team, "ways": WAY_LABELS, "metrics": METRICS,
         "verified_definition": VERIFIED_DEFINITION,
         "board_sort_state": f"{board.sort}:{'desc' if board.descending else 'asc'}",

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from ninja import P, QueryEx, Router, Schema
 
 from webapp.benchmarks.selectors import dataset_list
@@ -32,6 +33,7 @@ from webapp.runs.intake import (
 from webapp.runs.lifecycle import duplicate_answer
 from webapp.runs.selectors import get_run_for_user, run_result_lines, run_summary
 from webapp.runs.uploads import Issue
+from webapp.streaming import StreamedDownload
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
 from webapp.teams.signed_in import SignedInRequest
 from webapp.textfields import flag_from_text
@@ -41,7 +43,7 @@ router = Router(tags=["runs"])
 REFUSALS = {401: schemas.Error, 404: schemas.Error}
 """Answers every endpoint may give: no or a bad token; a run the caller may not see."""
 
-View = TypeVar("View", bound=Callable[..., HttpResponse])
+View = TypeVar("View", bound=Callable[..., HttpResponseBase])
 
 
 def read_on(on: Router, path: str, **options: Any) -> Callable[[View], View]:
@@ -168,17 +170,13 @@ def runs_detail(
         "description": "One JSON object per sample, in the file's order.",
         "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}}},
 )
-def runs_results(request: HttpRequest, run_id: int) -> HttpResponse:
+def runs_results(request: HttpRequest, run_id: int) -> StreamedDownload:
     """Per-sample results as JSON Lines, in the file's order, like
     `python -m evaluator evaluate --results`."""
     run = get_run_for_user(user=request.user, run_id=run_id)
-    # Built whole rather than streamed: under ASGI Django would buffer a synchronous stream
-    # anyway, and one line per sample stays small beside the run itself.
-    lines = run_result_lines(run=run)
-    body = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-    response = HttpResponse(body, content_type="application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-results.jsonl"'
-    return response
+    lines = (json.dumps(line, ensure_ascii=False) + "\n" for line in run_result_lines(run=run))
+    return StreamedDownload(lines, content_type="application/x-ndjson",
+                            filename=f"run-{run.pk}-results.jsonl")
 
 
 @read(
@@ -193,12 +191,11 @@ def runs_results(request: HttpRequest, run_id: int) -> HttpResponse:
                 "run": {"type": "object"},
                 "problems": {"type": "array", "items": {"type": "object"}}}}}}}}},
 )
-def runs_matrix(request: HttpRequest, run_id: int) -> HttpResponse:
+def runs_matrix(request: HttpRequest, run_id: int) -> StreamedDownload:
     """The run page's `matrix.json` download, for scripts: every sample's status and every
     test's outcome, problem by problem."""
     run = get_run_for_user(user=request.user, run_id=run_id)
-    # Whole rather than streamed, for the same reason as `runs_results`.
-    return HttpResponse("".join(matrix_json(run)), content_type="application/json")
+    return StreamedDownload(matrix_json(run), content_type="application/json")
 
 
 @read(

@@ -271,3 +271,32 @@ class DatasetItem(Schema):
 
 class DatasetList(Schema):
     datasets: list[DatasetItem]
+
+
+class PlusDataset(Schema):
+    id: int
+    key: str
+
+
+class PlusScore(Schema):
+    k: int
+    base: PassAtK
+    plus: PassAtK
+    drop: float = Field(description="Base minus plus pass@k.")
+
+
+class PlusPair(Schema):
+    base_run: int
+    plus_run: int
+    plus_status: str
+    plus_dataset: str
+    problems: int = Field(description="Problems both runs scored: the scores are over these.")
+    problems_without_plus_tests: int
+    scores: list[PlusScore] = Field(description="Empty until the plus run has finished.")
+
+
+class PlusScores(Schema):
+    id: int
+    plus_datasets: list[PlusDataset] = Field(
+        description="The imported plus test sets this run can be scored on.")
+    pairs: list[PlusPair]

@@ -20,7 +20,7 @@ from ninja.errors import AuthenticationError
 from ninja.errors import ValidationError as SchemaError
 
 # Importing lifecycle_api registers the writes on `router`.
-from webapp.runs import api_docs, lifecycle_api, reproduce_views  # noqa: F401
+from webapp.runs import api_docs, lifecycle_api, plus_views, reproduce_views  # noqa: F401
 from webapp.runs.api import REFUSALS, read, router
 from webapp.teams.api_auth import (
     TOKEN_OR_SESSION,

@@ -14,6 +14,7 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -158,7 +159,12 @@ def run_update(*, user: User, run: Run, edit: RunEdit) -> list[RunChange]:
         locked.save(update_fields=list(changes))
         RunChange.objects.bulk_create(recorded)
         if {"visibility", "team"} & changes.keys():
-            transaction.on_commit(lambda: _notify_access(run.pk))
+            # Its plus scores (`webapp.runs.plus`) are seen by whoever sees the run.
+            followers = list(Run.objects.filter(plus_of=locked).values_list("pk", flat=True))
+            Run.objects.filter(pk__in=followers).update(visibility=locked.visibility,
+                                                        team=locked.team)
+            for run_id in (run.pk, *followers):
+                transaction.on_commit(partial(_notify_access, run_id))
     for field in changes:
         setattr(run, field, getattr(locked, field))
     return recorded

@@ -76,6 +76,11 @@ class Run(models.Model):
         help_text="The run this one re-evaluates to check its verdicts; such runs are kept "
         "out of lists and leaderboards (`webapp.runs.reproduce`).",
     )
+    plus_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="plus_runs",
+        help_text="The run whose stored samples this one evaluates on a plus test set "
+        "(HumanEval+, HumanEval-X+), to show base beside plus (`webapp.runs.plus`).",
+    )
 
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
     error = models.TextField(

@@ -164,6 +164,8 @@ def overlay_candidates(*, user: Viewer, run: Run, limit: int = 50) -> QuerySet[R
 def visible_runs_by_id(*, user: Viewer, ids: list[int], parameter: str) -> list[Run]:
     """The runs named in a query parameter, in order; an id the user may not see is
     reported exactly like one that does not exist."""
+    if not ids:
+        return []
     found = {run.pk: run for run in visible_runs(user=user).filter(pk__in=ids)
              .select_related("dataset", "team", "owner")}
     missing = [run_id for run_id in ids if run_id not in found]

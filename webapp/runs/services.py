@@ -16,12 +16,13 @@ from django.utils import timezone
 
 from evaluator.records import HARNESS_VERSION
 from evaluator.records import Sample as ReadSample
+from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import problem_variant_ids
 from webapp.runs.dispatch import send_run_start
 from webapp.runs.live import run_finished_record
 from webapp.runs.models import Chunk, Run, RunChange, Sample
 from webapp.runs.selectors import find_duplicate_run, run_can_manage
-from webapp.runs.uploads import UploadCheck, checked_samples
+from webapp.runs.uploads import UploadCheck, checked_samples, run_fingerprint
 from webapp.teams.models import Membership, Team
 
 STAGING_MAX_AGE = 3600
@@ -392,26 +393,50 @@ def run_rerun(*, user: User, run: Run, use_cache: bool = True) -> Run:
 
 
 def run_copy(*, owner: User, run: Run, use_cache: bool, rerun_of: Run | None = None,
-             reproduction_of: Run | None = None) -> Run:
-    """A new queued run over `run`'s samples, dataset and options, sent to the workers when
-    the transaction commits. The caller has checked who may ask for it."""
+             reproduction_of: Run | None = None, plus_of: Run | None = None,
+             dataset: Dataset | None = None) -> Run:
+    """A new queued run over `run`'s samples and options, on its dataset or on `dataset`
+    (whose problems the samples are then narrowed to), sent to the workers when the
+    transaction commits. The caller has checked who may ask for it."""
+    target = dataset or run.dataset
+    samples = Sample.objects.filter(run=run).order_by("position")
+    if dataset is not None:
+        samples = samples.filter(task_id__in=list(problem_variant_ids(dataset_id=target.pk)))
     rows = [
         SampleRow(task_id=t, source_task_id=st, index=i, line=ln, raw=r, completion=c,
                   sanitized=s, notes=n, is_full_program=f)
-        for t, st, i, ln, r, c, s, n, f in Sample.objects.filter(run=run).order_by("position")
+        for t, st, i, ln, r, c, s, n, f in samples
         .values_list("task_id", "source_task_id", "index", "line", "raw", "completion",
                      "sanitized", "notes", "is_full_program")
     ]
+    same = target.pk == run.dataset_id
     with transaction.atomic():
         new = Run.objects.create(
             owner=owner, team=run.team, visibility=run.visibility,
             name=run.name, model_name=run.model_name, model_meta=run.model_meta,
-            dataset=run.dataset, file_name=run.file_name, file_sha256=run.file_sha256,
+            dataset=target, file_name=run.file_name, file_sha256=run.file_sha256,
             file_size=run.file_size, file_layout=run.file_layout, options=run.options,
-            fingerprint=run.fingerprint, use_cache=use_cache, rerun_of=rerun_of,
-            reproduction_of=reproduction_of,
-            coverage=run.coverage, harness_version=HARNESS_VERSION,
+            fingerprint=(run.fingerprint if same else
+                         run_fingerprint(sha256=run.file_sha256, dataset=target,
+                                         options=run.options)),
+            use_cache=use_cache, rerun_of=rerun_of, reproduction_of=reproduction_of,
+            plus_of=plus_of,
+            coverage=run.coverage if same else _narrowed_coverage(run.coverage, rows, target),
+            harness_version=HARNESS_VERSION,
         )
         _store_samples(run=new, rows=rows)
         transaction.on_commit(lambda: _enqueue_start(new.pk))
     return new
+
+
+def _narrowed_coverage(coverage: dict[str, Any], rows: list[SampleRow],
+                       dataset: Dataset) -> dict[str, Any]:
+    """The coverage of the samples kept for another dataset: its tasks, those samples."""
+    per_task: dict[str, int] = {}
+    for row in rows:
+        per_task[row.task_id] = per_task.get(row.task_id, 0) + 1
+    tasks = problem_variant_ids(dataset_id=dataset.pk)
+    return {**coverage, "tasks_total": len(tasks), "tasks_with_samples": len(per_task),
+            "missing_tasks": sorted(set(tasks) - set(per_task)),
+            "samples_total": len(rows), "min_n": min(per_task.values(), default=0),
+            "max_n": max(per_task.values(), default=0)}

@@ -213,7 +213,7 @@ class UploadCheck(HasIssues):
 
     @property
     def fingerprint(self) -> str:
-        return _fingerprint(self.sha256, self.dataset, self.options)
+        return run_fingerprint(sha256=self.sha256, dataset=self.dataset, options=self.options)
 
     def coverage_dict(self) -> dict[str, Any]:
         if self.summary is None:
@@ -306,10 +306,11 @@ def upload_fingerprint(*, sha256: str, dataset: Dataset, options: EvaluationOpti
     """The fingerprint a check of this file will have (`UploadCheck.fingerprint`), known
     before reading it."""
     resolved = options.for_dataset(dataset).to_dict(language=dataset.language)
-    return _fingerprint(sha256, dataset, resolved)
+    return run_fingerprint(sha256=sha256, dataset=dataset, options=resolved)
 
 
-def _fingerprint(sha256: str, dataset: Dataset, options: dict[str, Any]) -> str:
+def run_fingerprint(*, sha256: str, dataset: Dataset, options: dict[str, Any]) -> str:
+    """What finds a repeat: the file, the dataset and the options that decide verdicts."""
     body = json.dumps({"file": sha256, "dataset": dataset.pk, "options": options},
                       sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()

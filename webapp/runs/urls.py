@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from webapp.runs import lifecycle_views, profile_views, reproduce_views, views
+from webapp.runs import lifecycle_views, plus_views, profile_views, reproduce_views, views
 
 app_name = "runs"
 urlpatterns = [
@@ -33,6 +33,7 @@ urlpatterns = [
     path("runs/<int:run_id>/export/results.jsonl", views.export_humaneval_results,
          name="export_results"),
     path("runs/<int:run_id>/manifest.json", reproduce_views.manifest_json, name="manifest"),
+    path("runs/<int:run_id>/plus/", plus_views.score_on_plus, name="plus"),
     path("runs/<int:run_id>/reproduce/", reproduce_views.reproduce, name="reproduce"),
     path("runs/<int:run_id>/reproductions/<int:reproduction_id>/", reproduce_views.reproduction,
          name="reproduction"),

@@ -4,6 +4,8 @@ scores, exports, cancel and re-run."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache, partial
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -24,6 +26,7 @@ from webapp.query_params import (
     query_text,
 )
 from webapp.runs import exports
+from webapp.runs.events import PassAtKValue
 from webapp.runs.forms import ConfirmForm, UploadForm
 from webapp.runs.intake import (
     RunDetails,
@@ -37,15 +40,19 @@ from webapp.runs.intake import (
 )
 from webapp.runs.lifecycle import duplicate_offer, run_lifecycle_context
 from webapp.runs.models import SAMPLE_STATUSES, RunMetric, Sample
+from webapp.runs.page_cache import key_of, run_row, run_timeout, run_version, shared
 from webapp.runs.reports import (
     PROBLEM_SHOWS,
     PROBLEM_SORTS,
     SANITIZING_FILTERS,
+    FailureBar,
+    ProblemTable,
     SampleFilters,
     capped,
     check_task_id,
     live_status_counts,
     overlay_candidates,
+    problem_table_k,
     run_curves,
     run_facts,
     run_failure_breakdown,
@@ -70,6 +77,7 @@ from webapp.runs.selectors import (
     visible_runs,
 )
 from webapp.runs.services import run_cancel, run_rerun
+from webapp.streaming import StreamedDownload
 from webapp.teams.signed_in import SignedInRequest
 
 
@@ -168,6 +176,9 @@ SAMPLES_PER_PAGE = 100
 
 @handles_bad_query
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run page. Who may see it and what the viewer may do are decided here on every
+    request; the rest is drawn from the shared page cache (`webapp.runs.page_cache`): each part
+    the template keeps (`{% shared_fragment %}`) is computed only when it is drawn."""
     run = get_run_for_user(user=request.user, run_id=run_id)
     params = request.GET
     overlay_ids = [pk for pk in query_ids(params, "overlay", limit=MAX_OVERLAYS) if pk != run.pk]
@@ -177,63 +188,89 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     show = query_choice(params, "show", PROBLEM_SHOWS, default="all")
     status = query_choice(params, "status", STATUSES)
     text = query_text(params, "q")
-    snapshot = run_snapshot(run=run)
-    # The page must show nothing older than the event number it resumes from: the run was
-    # read before that number, so read its state again (events after it then apply on top).
-    run.refresh_from_db(fields=["status", "error", "started_at", "finished_at", "recoveries",
-                                "recovered_at", "sandbox_backend"])
+    page_number = query_int(params, "page", default=1, minimum=1)
+    version = run_version(run=run)
+    timeout = run_timeout(run)
+    snapshot = shared(key_of("run-snapshot", run.pk, version), partial(run_snapshot, run=run),
+                      timeout=timeout)
+    if run.is_active:
+        # The page must show nothing older than the event number it resumes from: the run
+        # was read before that number, so read its state again (events after it then apply
+        # on top). A run at rest was read as it is.
+        run.refresh_from_db(fields=["status", "error", "started_at", "finished_at",
+                                    "recoveries", "recovered_at", "sandbox_backend"])
+    can_manage = run_can_manage(user=request.user, run=run)
+    page_key = key_of("run-page", run.pk, version, snapshot["seq"], sorted(params.lists()),
+                      [run_row(overlay) for overlay in overlays], can_manage)
     # A run still going shows its rows so far, which the page updates live.
     live_rows = snapshot["problems"] if run.is_active else None
-    live_statuses = (live_status_counts(run=run, up_to_seq=snapshot["seq"])
-                     if live_rows is not None and status else None)
-    table = run_problem_table(run=run, sort=sort, descending=descending, query=text,
-                              show=show, status=status, live=live_rows,
-                              live_statuses=live_statuses)
-    # A page of the table at a time: 164 rows drawn and sent on every view made the page
-    # 17,000 px tall and most of its server time.
-    problem_page = Paginator(table.rows, PROBLEMS_PER_PAGE).get_page(
-        query_int(params, "page", default=1, minimum=1))
-    metrics = run_pass_at_k(run=run, ks=run_reported_ks(run))
-    # Every k at once, for the curves; the table's k are among them (each k is bootstrapped
-    # on the same draws, so its numbers do not depend on the others asked).
-    pass_hat_k = {shown.pk: run_pass_hat_k(run=shown, ks=None) for shown in [run, *overlays]}
+
+    @cache
+    def table() -> ProblemTable:
+        live_statuses = (live_status_counts(run=run, up_to_seq=snapshot["seq"])
+                         if live_rows is not None and status else None)
+        return run_problem_table(run=run, sort=sort, descending=descending, query=text,
+                                 show=show, status=status, live=live_rows,
+                                 live_statuses=live_statuses)
+
+    @cache
+    def pass_hat_k() -> dict[int, list[PassAtKValue]]:
+        # Every k at once, for the curves; the table's k are among them (each k is
+        # bootstrapped on the same draws, so its numbers do not depend on the others asked).
+        return {shown.pk: run_pass_hat_k(run=shown, ks=None) for shown in [run, *overlays]}
+
+    @cache
+    def failures() -> list[FailureBar]:
+        if not snapshot["progress"]["done"]:
+            return []
+        return run_failure_breakdown(run=run,
+                                     up_to_seq=snapshot["seq"] if run.is_active else None)
+
+    def chart_data() -> dict[str, Any]:
+        return {
+            "curves": run_curves(runs=[run, *overlays], pass_hat_k=pass_hat_k()),
+            "failures": [{"label": bar.label, "count": bar.count, "url": bar.url,
+                          "status": bar.status, "error_type": bar.error_type}
+                         for bar in failures()],
+        }
+
     reported_ks = set(run_reported_ks(run))
-    pass_hat = {point["k"]: point for point in pass_hat_k[run.pk] if point["k"] in reported_ks}
-    failures = (run_failure_breakdown(run=run, up_to_seq=snapshot["seq"] if run.is_active else None)
-                if snapshot["progress"]["done"] else [])
+    # Values for the template that are functions are called only by a part it draws.
     return render(request, "runs/run_detail.html", {
         "run": run,
-        "facts": run_facts(run=run),
-        "sanitizing": run_sanitizing(run=run),
-        "unstable": run_unstable_count(run=run),
+        "page_key": page_key,
+        "page_timeout": timeout,
+        "facts": shared(key_of("run-facts", run.pk, version), partial(run_facts, run=run),
+                        timeout=timeout),
+        "sanitizing": cache(partial(run_sanitizing, run=run)),
+        "unstable": shared(key_of("run-unstable", run.pk, version),
+                           partial(run_unstable_count, run=run), timeout=timeout),
         "unstable_url": samples_url(run, unstable="1"),
         "interruptions": run_interruptions(run=run),
         "snapshot": snapshot,
-        "log": reversed(snapshot["log"]),
+        "log": lambda: reversed(snapshot["log"]),
         "table": table,
-        "problem_page": problem_page,
+        "problem_page": lambda: Paginator(table().rows, PROBLEMS_PER_PAGE).get_page(page_number),
         "table_state": {"sort": sort, "descending": descending, "show": show,
                         "status": status, "q": text},
         "sort_state": f"{sort}:{'desc' if descending else 'asc'}",
         "problem_shows": PROBLEM_SHOWS,
         "statuses": STATUSES,
-        "reported": metrics,
-        "reported_pass_hat": pass_hat,
+        "reported": cache(partial(run_pass_at_k, run=run, ks=run_reported_ks(run))),
+        "reported_pass_hat": lambda: {point["k"]: point for point in pass_hat_k()[run.pk]
+                                      if point["k"] in reported_ks},
         "failures": failures,
         "overlays": overlays,
         "overlay_ids": [o.pk for o in overlays],
         "overlay_candidates": overlay_candidates(user=request.user, run=run),
-        "chart_data": {
-            "curves": run_curves(runs=[run, *overlays], pass_hat_k=pass_hat_k),
-            "failures": [{"label": bar.label, "count": bar.count, "url": bar.url,
-                          "status": bar.status, "error_type": bar.error_type}
-                         for bar in failures],
-        },
-        "can_manage": run_can_manage(user=request.user, run=run),
-        **run_lifecycle_context(run=run),
-        "live_config": {**run_live_config(run=run, snapshot=snapshot, table_k=table.k,
-                                          watching=request.user.is_authenticated),
-                        "table_filter": {"show": show, "status": status}},
+        "chart_data": shared(key_of("run-charts", page_key), chart_data, timeout=timeout),
+        "can_manage": can_manage,
+        **shared(key_of("run-lifecycle", run.pk, version),
+                 partial(run_lifecycle_context, run=run), timeout=timeout),
+        "live_config": {
+            **run_live_config(run=run, snapshot=snapshot, table_k=problem_table_k(run),
+                              watching=request.user.is_authenticated),
+            "table_filter": {"show": show, "status": status}},
     })
 
 
@@ -294,9 +331,7 @@ def run_score(request: HttpRequest, run_id: int, k: int) -> HttpResponse:
 
 
 def _download(body: Iterator[str], content_type: str, filename: str) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(body, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    return StreamedDownload(body, content_type=content_type, filename=filename)
 
 
 @require_GET

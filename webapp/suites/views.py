@@ -21,6 +21,7 @@ from webapp.query_params import BadQuery, handles_bad_query, query_choice, query
 from webapp.runs.intake import too_large_issue, upload_was_too_large
 from webapp.runs.reports import visible_runs_by_id
 from webapp.suites.forms import SuiteForm, SuiteUploadForm, dataset_choices, paired_files
+from webapp.suites.plus_drops import suite_plus_drops
 from webapp.suites.selectors import (
     GRID_SORTS,
     GROUPINGS,
@@ -98,7 +99,12 @@ def suite_detail(request: HttpRequest, suite_id: int) -> HttpResponse:
     runs = suite_runs(user=request.user, suite=suite)
     grid = suite_grid(runs=runs, grouping=grouping, sort=sort, descending=descending)
     can_manage = suite_can_manage(user=request.user, suite=suite)
+    plus_drops = suite_plus_drops(user=request.user, runs=runs)
     return render(request, "suites/suite_detail.html", {
+        "plus_drops": plus_drops,
+        "plus_drop_groups": [
+            ("Programming language", plus_drops.by_language, "plus-drop-languages"),
+            ("Natural language", plus_drops.by_natural_language, "plus-drop-natural")],
         "suite": suite,
         "grid": grid,
         "legend": colour_legend(),

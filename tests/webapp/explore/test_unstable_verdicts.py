@@ -80,7 +80,7 @@ def test_api_gives_the_count_and_each_result_its_attempts(personas, token_client
     client = token_client(personas.owner)
     body = client.get(f"/api/runs/{unstable_run.pk}").json()
     assert body["unstable"] == 1
-    lines = client.get(f"/api/runs/{unstable_run.pk}/results").content.decode().splitlines()
+    lines = client.get(f"/api/runs/{unstable_run.pk}/results").getvalue().decode().splitlines()
     rows = [json.loads(line) for line in lines]
     assert [(r["status"], r["attempts"], r["first_status"], r["unstable"]) for r in rows] == [
         ("passed", 1, None, False), ("passed", 2, "timeout", True), spin_expected(rows[2])]

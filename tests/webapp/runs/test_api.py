@@ -53,7 +53,7 @@ def test_results_are_json_lines_in_file_order(personas, humaneval, samples_file,
     client = token_client(personas.owner)
     run = _create(client, samples_file, django_capture_on_commit_callbacks)
     response = client.get(f"/api/runs/{run.pk}/results")
-    lines = [json.loads(line) for line in response.content.decode().splitlines()]
+    lines = [json.loads(line) for line in response.getvalue().decode().splitlines()]
     assert [(x["task_id"], x["completion_id"]) for x in lines] == [
         ("HumanEval/0", 0), ("HumanEval/0", 1), ("HumanEval/1", 0), ("HumanEval/1", 1)]
     assert [x["passed"] for x in lines] == [True, False, False, False]
@@ -170,7 +170,7 @@ def test_results_keep_the_files_task_ids_byte_for_byte(
     run = Run.objects.get(pk=response.json()["id"])
 
     def result_lines(run_id: int) -> list[dict[str, Any]]:
-        body = client.get(f"/api/runs/{run_id}/results").content.decode()
+        body = client.get(f"/api/runs/{run_id}/results").getvalue().decode()
         for raw in SOURCE_IDS:
             assert json.dumps(raw, ensure_ascii=False) in body
         return [json.loads(line) for line in body.split("\n")[:-1]]

@@ -29,7 +29,7 @@ def test_source_task_id_migration_copies_task_id_into_existing_rows(
     assert list(Sample.objects.filter(run_id=run_id).values_list("source_task_id", "task_id")) == [
         ("HumanEval/0", "HumanEval/0"), ("HumanEval/0", "HumanEval/0"),
         ("HumanEval/1", "HumanEval/1"), ("HumanEval/1", "HumanEval/1")]
-    lines = client_for(personas.owner).get(f"/api/runs/{run_id}/results").content.splitlines()
+    lines = client_for(personas.owner).get(f"/api/runs/{run_id}/results").getvalue().splitlines()
     assert [line.split(b",")[0] for line in lines] == [b'{"task_id": "HumanEval/0"'] * 2 + [
         b'{"task_id": "HumanEval/1"'] * 2
 
@@ -55,7 +55,7 @@ def test_profile_comparison_migration_adds_its_tables_and_keeps_runs_from_before
         executor.migrate(after)
         # Deferred: columns of later migrations are not there yet.
         run = Run.objects.defer("retracted_at", "deleted_at", "manifest",
-                                "reproduction_of", "canary_gaps").get(pk=old_run.pk)
+                                "reproduction_of", "canary_gaps", "plus_of").get(pk=old_run.pk)
         # Nothing names its profile: the strict rules judged it, and the page says so.
         assert (run.profile_name, run.profile_recorded) == ("strict", False)
         comparison = ProfileComparison.objects.create(run=run, baseline=run.profile_name)

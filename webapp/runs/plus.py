@@ -1,0 +1,225 @@
+"""Base beside plus (issue 25): a finished run scored again on a plus test set (HumanEval+,
+HumanEval-X+), and the two pass@k shown side by side, as EvalPlus reports them.
+
+The plus score is a run of its own (`Run.plus_of`), made by `services.run_copy` over the
+same stored samples on the plus dataset: the evaluation's whole path (chunks, sandbox,
+verdicts, scores), nothing re-judged in place. It has the base run's owner, team and
+visibility. The pair is then compared on the problems both runs scored: a plus set leaves
+out the problems none of whose inputs translate, and a base score over more problems
+than its plus score would make the drop meaningless.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import QuerySet
+
+from evaluator.metrics import ANY_OF_K
+from webapp.benchmarks.models import Dataset
+from webapp.runs.events import PassAtKValue
+from webapp.runs.models import ProblemResult, Run, Sample
+from webapp.runs.reports import run_reported_ks
+from webapp.runs.reproduce import EVALUATE_DENIED, run_can_evaluate
+from webapp.runs.scoring import curve_points
+from webapp.runs.selectors import Viewer, visible_runs
+from webapp.runs.services import run_copy
+
+PLUS_NAME = "humanevalplus"
+PLUS_VARIANT = "plus-"
+"""HumanEval+ is a dataset of its own; HumanEval-X+ is a variant (`plus-mini`, `plus-full`)
+of HumanEval-X (`evaluator.datasets.humaneval_x`)."""
+PYTHON_BASES = ("humaneval", "humaneval-x", "humaneval-xl", "mhumaneval")
+"""Python benchmarks that state HumanEval's functions, whatever the prompt's natural
+language (same entry points, aligned ids): HumanEval+'s tests are theirs too (issue 25)."""
+ANSWERED = (Run.Status.CANCELLED, Run.Status.FAILED)
+"""Plus runs that do not stand: asking again makes a new one."""
+
+
+def is_plus_dataset(dataset: Dataset) -> bool:
+    return dataset.name == PLUS_NAME or dataset.variant.startswith(PLUS_VARIANT)
+
+
+def plus_datasets(*, dataset: Dataset) -> list[Dataset]:
+    """The imported plus sets of `dataset`'s problems, its own benchmark's first (a
+    `plus-<set>[-<translation>]` variant of the same languages and translation: HumanEval-X+,
+    or a translated Python variant's), then HumanEval+ for a Python variant of HumanEval in
+    any natural language; newest import first."""
+    if is_plus_dataset(dataset):
+        return []
+    own = [candidate for candidate in Dataset.objects.filter(
+               name=dataset.name, variant__startswith=PLUS_VARIANT, language=dataset.language,
+               natural_language=dataset.natural_language).order_by("-imported_at", "-pk")
+           if _translation(candidate) == dataset.variant]
+    if dataset.language != "python" or dataset.name not in PYTHON_BASES:
+        return own
+    return own + list(Dataset.objects.filter(name=PLUS_NAME, language="python")
+                      .order_by("-imported_at", "-pk"))
+
+
+def _translation(plus: Dataset) -> str:
+    """The base variant a `plus-<set>[-<translation>]` variant was built from ("" for none)."""
+    parts = plus.variant.split("-", 2)
+    return parts[2] if len(parts) == 3 else ""
+
+
+def plus_refusal(*, user: Viewer, run: Run) -> str | None:
+    """Why `user` may not have `run` scored on plus tests now, or None."""
+    if not run_can_evaluate(user=user, run=run):
+        return EVALUATE_DENIED
+    if run.reproduction_of_id is not None or run.plus_of_id is not None:
+        return "This run re-evaluates another one; score the original run on plus tests."
+    if run.status != Run.Status.FINISHED:
+        return "Only a finished run can be scored on plus tests: its base score comes first."
+    if not plus_datasets(dataset=run.dataset):
+        return (f"No plus test set of {run.dataset.key} is imported (HumanEval+ for Python, "
+                "HumanEval-X+ built by `python -m evaluator datasets build-plus`).")
+    return None
+
+
+def _chosen(*, run: Run, dataset_id: int | None) -> Dataset:
+    candidates = plus_datasets(dataset=run.dataset)
+    if dataset_id is None:
+        return candidates[0]
+    for candidate in candidates:
+        if candidate.pk == dataset_id:
+            return candidate
+    raise ValidationError({"dataset": f"Dataset {dataset_id} is not a plus test set of "
+                                      f"{run.dataset.key}; choose one of "
+                                      f"{[c.pk for c in candidates]}."})
+
+
+def run_score_on_plus(*, user: Viewer, run: Run, dataset_id: int | None = None
+                      ) -> tuple[Run, bool]:
+    """(the plus run, whether it was made now): a new run of `run`'s samples on the plus
+    set `dataset_id` (the newest imported by default), or the one that stands already."""
+    refusal = plus_refusal(user=user, run=run)
+    if refusal == EVALUATE_DENIED:
+        raise PermissionDenied(refusal)
+    if refusal is not None:
+        raise ValidationError(refusal)
+    dataset = _chosen(run=run, dataset_id=dataset_id)
+    with transaction.atomic():
+        # Two requests at once make one plus run: the second finds the first's.
+        Run.objects.select_for_update().filter(pk=run.pk).first()
+        standing = (run.plus_runs.filter(dataset=dataset, deleted_at__isnull=True)
+                    .exclude(status__in=ANSWERED).order_by("-pk").first())
+        if standing is not None:
+            return standing, False
+        if not Sample.objects.filter(run=run,
+                                     variant__problem__variants__dataset=dataset).exists():
+            raise ValidationError({"dataset": f"{dataset.key} has none of this run's "
+                                              "problems."})
+        # The base run's owner, whoever asked: the plus score belongs with the run it scores.
+        return run_copy(owner=run.owner, run=run, use_cache=run.use_cache, plus_of=run,
+                        dataset=dataset), True
+
+
+@dataclass(frozen=True)
+class PlusScore:
+    k: int
+    base: PassAtKValue
+    plus: PassAtKValue
+
+    @property
+    def drop(self) -> float:
+        return self.base["value"] - self.plus["value"]
+
+
+@dataclass(frozen=True)
+class PlusPair:
+    base: Run
+    plus: Run
+    problems: int
+    """Problems both runs scored: the pair's scores are over these."""
+    left_out: int
+    """Problems of the base run without plus tests."""
+    scores: list[PlusScore]
+    """Empty until the plus run has finished."""
+
+
+def _counts(run: Run) -> dict[str, tuple[int, int]]:
+    return {task_id: (n, c) for task_id, n, c in
+            ProblemResult.objects.filter(run=run).values_list("task_id", "n", "c")}
+
+
+def _number(task_id: str) -> int:
+    tail = task_id.rsplit("/", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def plus_pair(*, base: Run, plus: Run) -> PlusPair:
+    """Base and plus pass@k with their bootstrap intervals, over the problems both scored
+    (the same problems, in the same order, resampled alike)."""
+    before = _counts(base)
+    after = _counts(plus) if plus.status == Run.Status.FINISHED else {}
+    shared = sorted(before.keys() & after.keys(), key=lambda t: (_number(t), t))
+    left_out = len(before.keys() - _plus_tasks(plus))
+    if not shared:
+        return PlusPair(base=base, plus=plus, problems=0, left_out=left_out, scores=[])
+    smallest = min(min(before[t][0], after[t][0]) for t in shared)
+    ks = [k for k in run_reported_ks(base) if k <= smallest]
+    curves = [curve_points([counts[t][0] for t in shared], [counts[t][1] for t in shared],
+                           task_ids=shared, metric=ANY_OF_K, ks=ks)
+              for counts in (before, after)] if ks else [[], []]
+    scores = [PlusScore(k=b["k"], base=b, plus=p)
+              for b, p in zip(curves[0], curves[1], strict=True)]
+    return PlusPair(base=base, plus=plus, problems=len(shared), left_out=left_out,
+                    scores=scores)
+
+
+def _plus_tasks(plus: Run) -> set[str]:
+    return set(Sample.objects.filter(run=plus).values_list("task_id", flat=True).distinct())
+
+
+def run_plus_pairs(*, user: Viewer, run: Run) -> list[PlusPair]:
+    """Every plus score of `run` that `user` may see, newest first; for a plus run, its
+    pair with its base run."""
+    if run.plus_of_id is not None:
+        base = visible_runs(user=user).filter(pk=run.plus_of_id).first()
+        return [plus_pair(base=base, plus=run)] if base is not None else []
+    plus_runs = (visible_runs(user=user).filter(plus_of=run).select_related("dataset")
+                 .order_by("-pk"))
+    return [plus_pair(base=run, plus=plus) for plus in plus_runs]
+
+
+def plus_pair_json(pair: PlusPair) -> dict[str, object]:
+    """A pair as the API answers it; `scores` is empty until the plus run has finished."""
+    return {
+        "base_run": pair.base.pk, "plus_run": pair.plus.pk, "plus_status": pair.plus.status,
+        "plus_dataset": pair.plus.dataset.key, "problems": pair.problems,
+        "problems_without_plus_tests": pair.left_out,
+        "scores": [{"k": score.k, "base": score.base, "plus": score.plus,
+                    "drop": round(score.drop, 6)} for score in pair.scores],
+    }
+
+
+def run_plus_context(*, user: Viewer, run: Run) -> dict[str, object]:
+    """What the run page's "Base and plus" section draws."""
+    pairs = run_plus_pairs(user=user, run=run)
+    refusal = plus_refusal(user=user, run=run)
+    return {"plus": {
+        "pairs": pairs,
+        "datasets": plus_datasets(dataset=run.dataset) if refusal is None else [],
+        "refusal": refusal,
+        "shown": bool(pairs) or refusal is None,
+    }}
+
+
+PLUS_COLUMNS = ("base", "both")
+"""A leaderboard's `tests` choice: the base scores alone, or each beside its plus score."""
+
+
+def runs_plus_scores(*, runs: list[Run], scope: QuerySet[Run]) -> dict[int, PlusPair]:
+    """For each of `runs` with a finished plus run in `scope` (what the viewer may see, as
+    the board's runs are), its pair with the newest one."""
+    ids = [run.pk for run in runs]
+    newest: dict[int, Run] = {}
+    for plus in (scope.filter(plus_of_id__in=ids, status=Run.Status.FINISHED)
+                 .select_related("dataset").order_by("-finished_at", "-pk")):
+        newest.setdefault(cast(int, plus.plus_of_id), plus)
+    by_id = {run.pk: run for run in runs}
+    return {pk: plus_pair(base=by_id[pk], plus=plus) for pk, plus in newest.items()}
