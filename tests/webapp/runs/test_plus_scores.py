@@ -21,7 +21,7 @@ from webapp.suites.services import suite_attach_runs, suite_create
 
 @pytest.fixture
 def humanevalplus(db: None, fixtures_dir: Path) -> Dataset:
-    """HumanEval+ Mini's real HumanEval/0 and /1 (base and plus inputs)."""
+    """Two problems in HumanEval+'s layout, our own (tests/fixtures/plus/README.md)."""
     path = fixtures_dir / "plus" / "HumanEvalPlus-Mini.jsonl"
     return dataset_import(loaded=load_dataset(path=path), source=str(path)).dataset
 
