@@ -105,7 +105,7 @@ def test_three_way_scores_on_the_run_page_and_the_leaderboard(
     page.select_option("#scores-select", "original")
     page.click("#ways-selector button[type=submit]")
     # The form carries the metric too (pass@k unless changed).
-    page.wait_for_url(re.compile(r"\?scores=original&metric=pass%40k$"))
+    page.wait_for_url(re.compile(r"\?scores=original&metric=pass%40k&tests=base$"))
     assert page.locator(f"#cell-{run_id}-1").inner_text().startswith("66.7%")
     alternatives = page.locator(f"#cell-{run_id}-1 .way-alt")
     assert alternatives.count() == 2
