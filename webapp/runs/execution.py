@@ -479,10 +479,6 @@ def run_pause(*, run_id: int, cause: str, language: str = "") -> bool:
     return paused
 
 
-class _NotPending(Exception):
-    """The sample already had its result: roll back the counts drawn for it."""
-
-
 def sample_record_result(
     *, run_id: int, sample_id: int, result: SampleResult
 ) -> SampleFinishedEvent | None:
@@ -495,34 +491,33 @@ def sample_record_result(
     """
     status = result.status
     passed_tests = sum(1 for test in result.tests if test.status == "passed")
-    try:
-        with transaction.atomic():
-            # The run's row is locked first, as `run_cancel` does: a cancel either waits
-            # for this result, which then comes before its event, or came first, and this
-            # waits for it and records nothing.
-            counted = _count_result(run_id=run_id, status=status, cached=result.cached)
-            if counted is None:
-                return None
-            seq, counts = counted
-            # The result and its number in one write: the row, result included, is written
-            # once (a second update would copy it whole again into the log).
-            updated = Sample.objects.filter(pk=sample_id, status="pending").update(
-                status=status,
-                cached=result.cached,
-                program_hash=result.program_hash,
-                error_type=cap_text(result.error_type or "", 90),
-                message=storable(cap_text(result.message or "", 2000)),
-                duration_ms=result.compile_ms + result.run_ms,
-                tests_passed=passed_tests,
-                tests_total=len(result.tests),
-                result=storable(result.to_dict()),
-                finished_at=timezone.now(),
-                seq=seq,
-            )
-            if not updated:
-                raise _NotPending
-    except _NotPending:
-        return None
+    with transaction.atomic():
+        # The run's row is locked first, as `run_cancel` does: a cancel either waits for
+        # this result, which then comes before its event, or came first, and this waits
+        # for it and records nothing.
+        counted = _count_result(run_id=run_id, status=status, cached=result.cached)
+        if counted is None:
+            return None
+        seq, counts = counted
+        # The result and its number in one write: the row, result included, is written
+        # once (a second update would copy it whole again into the log).
+        updated = Sample.objects.filter(pk=sample_id, status="pending").update(
+            status=status,
+            cached=result.cached,
+            program_hash=result.program_hash,
+            error_type=cap_text(result.error_type or "", 90),
+            message=storable(cap_text(result.message or "", 2000)),
+            duration_ms=result.compile_ms + result.run_ms,
+            tests_passed=passed_tests,
+            tests_total=len(result.tests),
+            result=storable(result.to_dict()),
+            finished_at=timezone.now(),
+            seq=seq,
+        )
+        if not updated:
+            # Already recorded: the counts and the number drawn for it go back.
+            transaction.set_rollback(True)
+            return None
     return sample_finished_event(run_id=run_id, sample_id=sample_id, seq=seq, result=result,
                                  progress=progress_from_counts(counts))
 

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from evaluator.metrics import ANY_OF_K
+from evaluator.records import task_order
 from webapp.benchmarks.models import Dataset
 from webapp.runs.events import PassAtKValue
 from webapp.runs.models import ProblemResult, Run, Sample
@@ -146,17 +147,12 @@ def _counts(run: Run) -> dict[str, tuple[int, int]]:
             ProblemResult.objects.filter(run=run).values_list("task_id", "n", "c")}
 
 
-def _number(task_id: str) -> int:
-    tail = task_id.rsplit("/", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
-
-
 def plus_pair(*, base: Run, plus: Run) -> PlusPair:
     """Base and plus pass@k with their bootstrap intervals, over the problems both scored
     (the same problems, in the same order, resampled alike)."""
     before = _counts(base)
     after = _counts(plus) if plus.status == Run.Status.FINISHED else {}
-    shared = sorted(before.keys() & after.keys(), key=lambda t: (_number(t), t))
+    shared = sorted(before.keys() & after.keys(), key=task_order)
     left_out = len(before.keys() - _plus_tasks(plus))
     if not shared:
         return PlusPair(base=base, plus=plus, problems=0, left_out=left_out, scores=[])
