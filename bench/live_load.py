@@ -11,9 +11,10 @@ after each:
    (one signed-in session) open its page's socket at once, as pages do (no `after`: a
    snapshot first). Each must get the snapshot, then every durable event after it once,
    without a gap, up to `run_finished`. Reports the latency from opening the socket to the
-   snapshot, and from the run's end (`finished_at` in the database) to each viewer's
-   `run_finished`, p50/p95/max with the load average, reconnections, and the delay from a
-   sample's `finished_at` to a viewer receiving its event;
+   snapshot, and from the run's end (`finished_at` in the database, set once its scores
+   are stored) to each viewer's `run_finished`, p50/p95/max with the load average; the
+   same from the last sample stored (the scoring included); reconnections, and the delay
+   from a sample's `finished_at` to a viewer receiving its event;
 2. uploads: 10 threads send `POST /api/runs` at once (a barrier), a distinct 164-sample
    file each; every answer must be 201; then the time until the last run has finished;
 3. page: the run page, `GET /api/runs/<id>` and `/runs/<id>/samples/` of the biggest run
@@ -371,6 +372,9 @@ class Bench:
         live_delays: list[float] = []
         snapshot_latencies: list[float] = []
         final_latencies: list[float] = []
+        # From the last result stored: the run's end as a viewer sees it, scoring included.
+        last_stored = max(done_at.values(), default=math.inf)
+        since_last_result: list[float] = []
         late_snapshots = 0
         for viewer in viewers:
             snapshot = viewer.snapshot()
@@ -388,6 +392,7 @@ class Bench:
                 continue
             if seen_end is not None and isinstance(run_finished_at, datetime):
                 final_latencies.append(seen_end - run_finished_at.timestamp())
+                since_last_result.append(seen_end - last_stored)
             # After its snapshot, each viewer must get exactly the samples finished later.
             expected_ids = {pk for pk, seq in sample_seqs.items()
                             if seq is not None and seq > first["seq"]}
@@ -428,6 +433,9 @@ class Bench:
                    f"({len(final_latencies)}/{n} viewers, load {ending_load}; "
                    f"{late_snapshots} got a snapshot of the finished run instead)",
                    spread(final_latencies))
+        report.add("viewers", "last sample stored -> each viewer's run_finished "
+                   "(the wait for finalize_run and the scoring included)",
+                   spread(since_last_result))
         report.add("viewers", "viewers with every sample_finished after their snapshot "
                    "once + run_finished", f"{complete}/{n}")
         report.add("viewers", "sample_finished per viewer (after the snapshot)",

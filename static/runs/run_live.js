@@ -448,11 +448,14 @@
       socketOpened();
     };
     socket.onmessage = (message) => {
-      const event = JSON.parse(message.data);
-      if (event.type === "snapshot") state.seq = event.seq;
-      else if (typeof event.seq === "number") state.seq = Math.max(state.seq || 0, event.seq);
-      const handler = handlers[event.type];
-      if (handler) handler(event);
+      const frame = JSON.parse(message.data);
+      // Several events of a worker may come in one frame, to be handled in their order.
+      for (const event of frame.type === "events" ? frame.events : [frame]) {
+        if (event.type === "snapshot") state.seq = event.seq;
+        else if (typeof event.seq === "number") state.seq = Math.max(state.seq || 0, event.seq);
+        const handler = handlers[event.type];
+        if (handler) handler(event);
+      }
     };
     socket.onclose = (closed) => {
       if (state.finished) return;

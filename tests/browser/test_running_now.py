@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import SignedUpStack, embedded_stack, signed_in_page
-from tests.webapp.services.live_stack import api
+from tests.webapp.services.live_stack import api, frame_events
 from tests.webapp.support import RIGHT_0, WRONG_0, write_jsonl
 
 pytestmark = pytest.mark.browser
@@ -84,8 +84,12 @@ class OutOfOrder:
     def __call__(self, page_side: Any) -> None:
         server = page_side.connect_to_server()
 
-        def from_server(message: str | bytes) -> None:
-            event = json.loads(message)
+        def from_server(frame: str | bytes) -> None:
+            # A frame of several events (`"type": "events"`) is taken apart, each sent alone.
+            for event in frame_events(frame):
+                one_event(event, json.dumps(event))
+
+        def one_event(event: dict[str, Any], message: str) -> None:
             kind = event["type"]
             if kind in ("sample_started", "test_reported") and event["sample_id"] % 2 == 0:
                 self.held.setdefault(event["sample_id"], []).append(str(message))

@@ -212,9 +212,9 @@ class RunFeed:
         try:
             while True:
                 message = await self.layer.receive(self.channel)
-                seq = message.get("event", {}).get("seq")
-                if message.get("type") == MESSAGE_TYPE and isinstance(seq, int):
-                    self.seen_seq = max(self.seen_seq, seq)
+                if message.get("type") == MESSAGE_TYPE:
+                    seqs = [event.get("seq") for event in _events_of(message)]
+                    self.seen_seq = max([self.seen_seq, *(s for s in seqs if isinstance(s, int))])
                 for viewer in list(self.viewers):
                     if viewer.inbox.qsize() < INBOX_MAX:
                         viewer.inbox.put_nowait(message)
@@ -298,6 +298,8 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
     accepted = False
     inbox_dropped = False
     gap_timer: asyncio.Task[None] | None = None
+    frame: list[str] | None = None
+    """While `run_event` handles a message: the events to send, encoded, in order."""
     reader: asyncio.Task[None] | None = None
     feed: RunFeed | None = None
 
@@ -394,35 +396,62 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         return
 
     async def run_event(self, message: dict[str, Any]) -> None:
-        event = message["event"]
+        """The events of one message reach the page in one frame (`_send_frame`): a
+        worker's sample is one message, and a websocket send per event per viewer was most
+        of a web process's work with 50 viewers of a busy run."""
+        async with self.lock:
+            self.frame = []
+            try:
+                for event in _events_of(message):
+                    await self._forward(event)
+            finally:
+                texts, self.frame = self.frame, None
+            await self._send_frame(texts)
+
+    async def _forward(self, event: dict[str, Any]) -> None:
         seq = event.get("seq")
         if seq is None:
-            await self.send_json(event)  # ephemeral: started, a test reported
+            await self._send_text(_encoded_ephemeral(event))  # started, a test reported
             return
-        async with self.lock:
-            if seq <= self.sent_seq:
-                if event["type"] == "sample_finished":
-                    # Sent already, from the database (a snapshot or a catch-up), perhaps
-                    # before this sample's `sample_started` was forwarded: the page is told
-                    # again that it ended, so that no row stays "running".
-                    await self.send_json(SampleEndedEvent(
-                        type="sample_ended", run_id=event["run_id"],
-                        sample_id=event["entry"]["sample_id"]))
-                return
-            if seq > self.sent_seq + 1:
-                # Ahead of its turn: those before it are most likely a moment behind.
-                self.ahead[seq] = event
-                if len(self.ahead) > AHEAD_MAX:
-                    await self._fill_gap()
-                elif self.gap_timer is None:
-                    self.gap_timer = asyncio.ensure_future(self._wait_for_gap())
-                return
-            await self._send_live(event)
-            await self._send_ahead()
+        if seq <= self.sent_seq:
+            if event["type"] == "sample_finished":
+                # Sent already, from the database (a snapshot or a catch-up), perhaps
+                # before this sample's `sample_started` was forwarded: the page is told
+                # again that it ended, so that no row stays "running".
+                await self._send_text(json.dumps(SampleEndedEvent(
+                    type="sample_ended", run_id=event["run_id"],
+                    sample_id=event["entry"]["sample_id"])))
+            return
+        if seq > self.sent_seq + 1:
+            # Ahead of its turn: those before it are most likely a moment behind.
+            self.ahead[seq] = event
+            if len(self.ahead) > AHEAD_MAX:
+                await self._fill_gap()
+            elif self.gap_timer is None:
+                self.gap_timer = asyncio.ensure_future(self._wait_for_gap())
+            return
+        await self._send_live(event)
+        await self._send_ahead()
+
+    async def _send_text(self, text: str) -> None:
+        """Send one encoded event now, or add it to the frame being made (`run_event`)."""
+        if self.frame is not None:
+            self.frame.append(text)
+        else:
+            await self.send(text_data=text)
+
+    async def _send_frame(self, texts: list[str]) -> None:
+        """One event as it is; several as `{"type": "events", "events": [...]}`, which the
+        page takes apart in order."""
+        if len(texts) == 1:
+            await self.send(text_data=texts[0])
+        elif texts:
+            await self.send(text_data='{"type": "events", "events": [' + ", ".join(texts)
+                            + "]}")
 
     async def _send_live(self, event: dict[str, Any]) -> None:
         drawn, text = _drawn_live_event(event)
-        await self.send(text_data=text)
+        await self._send_text(text)
         self._note_sent(drawn)
 
     async def _send_ahead(self) -> None:
@@ -469,7 +498,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
 
     async def _send_durable(self, event: dict[str, Any]) -> None:
         """Send a durable event whose log entry is drawn (`with_log_html`)."""
-        await self.send_json(event)
+        await self._send_text(json.dumps(event))
         self._note_sent(event)
 
     def _note_sent(self, event: dict[str, Any]) -> None:
@@ -485,7 +514,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         snapshot of its own."""
         assert self.feed is not None
         seq, status, text = await self.feed.snapshots.get(since=joined or time.monotonic())
-        await self.send(text_data=text)
+        await self._send_text(text)
         self.sent_seq = seq
         self.ended = status not in Run.ACTIVE
 
@@ -517,6 +546,15 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
                 await self._send_ahead()
 
 
+def _events_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events of a `run.event` message, in order: a worker sends several in one
+    (`live.HOLD_SECONDS`); a single `event` is what an older process sends."""
+    events = message.get("events")
+    if isinstance(events, list):
+        return events
+    return [message["event"]] if "event" in message else []
+
+
 def _after(query_string: bytes) -> int | None:
     values = parse_qs(query_string.decode("latin-1")).get("after")
     if not values:
@@ -542,13 +580,28 @@ def _drawn_snapshot(run_id: int) -> Drawn:
     return snapshot["seq"], snapshot["status"], json.dumps(snapshot)
 
 
+_encoded_events: OrderedDict[int, tuple[dict[str, Any], str]] = OrderedDict()
+"""id(event) -> an ephemeral live event and its JSON text, for the other viewers of its run
+in this process (the feed hands them all the same message). The event is kept with its
+text, so its id is not reused while it is here."""
+
+
+def _encoded_ephemeral(event: dict[str, Any]) -> str:
+    kept = _encoded_events.get(id(event))
+    if kept is None or kept[0] is not event:
+        kept = _encoded_events[id(event)] = (event, json.dumps(event))
+        while len(_encoded_events) > DRAWN_EVENTS_KEPT:
+            _encoded_events.popitem(last=False)
+    return kept[1]
+
+
 def _drawn_live_event(event: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """A durable live event as sent to the page, drawn and encoded once for every viewer
     of the run in this process (they all receive the same event)."""
     key = (int(event["run_id"]), int(event["seq"]))
     kept = _drawn_events.get(key)
     # Compared, not trusted: far cheaper than drawing, and safe whatever reuses a number.
-    if kept is None or kept[0] != event:
+    if kept is None or (kept[0] is not event and kept[0] != event):
         drawn = with_log_html(event)
         kept = _drawn_events[key] = (event, drawn, json.dumps(drawn))
         while len(_drawn_events) > DRAWN_EVENTS_KEPT:

@@ -109,7 +109,8 @@ class LiveViewer(threading.Thread):
                     self.joined.set()
                     delay = 0.25
                     while not self.finished.is_set():
-                        self._receive(json.loads(socket.recv(timeout=60)))
+                        for event in frame_events(socket.recv(timeout=60)):
+                            self._receive(event)
             except Exception as exc:  # a drop, a refused connection, a restarting server
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 time.sleep(delay)
@@ -172,12 +173,19 @@ def receive_until_finished(socket: Any, *, timeout: float) -> Iterator[dict[str,
 
     deadline = time.monotonic() + timeout
     while True:
-        event = json.loads(socket.recv(timeout=max(0.1, deadline - time.monotonic())))
-        yield event
-        if event["type"] == "run_finished" or (
-            event["type"] == "snapshot" and event["status"] in ("finished", "failed", "cancelled")
-        ):
-            return
+        for event in frame_events(socket.recv(timeout=max(0.1, deadline - time.monotonic()))):
+            yield event
+            if event["type"] == "run_finished" or (
+                event["type"] == "snapshot"
+                and event["status"] in ("finished", "failed", "cancelled")
+            ):
+                return
+
+
+def frame_events(text: str | bytes) -> list[dict[str, Any]]:
+    """The events of one websocket frame: one event, or several (`"type": "events"`)."""
+    frame = json.loads(text)
+    return list(frame["events"]) if frame["type"] == "events" else [frame]
 
 
 def evaluate_with_cli(samples: Path, out: Path, *,
