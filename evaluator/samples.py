@@ -22,6 +22,7 @@ import contextlib
 import json
 import re
 import zlib
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -449,6 +450,43 @@ class _TaskResolver:
         return problem
 
 
+class _FirstLines:
+    """The line on which each sample index of one task was first given, to name it when a
+    later line repeats the index.
+
+    Indices are nearly always 0, 1, 2, ... in some order, so they index a packed array of
+    line numbers (0: not seen yet), 8 bytes a sample where a dict entry keyed by
+    (task, index) took over 100. An index that would leave the array less than half
+    used (a file's own sparse `completion_id`s, a negative one) goes to a dict instead, so
+    the array never holds more than twice the samples seen, plus a little.
+    """
+
+    __slots__ = ("dense", "sparse", "count")
+
+    SLACK = 64
+
+    def __init__(self) -> None:
+        self.dense = array("q")
+        self.sparse: dict[int, int] = {}
+        self.count = 0
+
+    def get(self, index: int) -> int | None:
+        if 0 <= index < len(self.dense):
+            return self.dense[index] or None
+        return self.sparse.get(index)
+
+    def add(self, index: int, line: int) -> None:
+        """Record `line` (1 or more) for an index not seen before."""
+        self.count += 1
+        if 0 <= index < len(self.dense):
+            self.dense[index] = line
+        elif len(self.dense) <= index < 2 * self.count + self.SLACK:
+            self.dense.frombytes(bytes(self.dense.itemsize * (index - len(self.dense))))
+            self.dense.append(line)
+        else:
+            self.sparse[index] = line
+
+
 class SampleReader:
     """Reads a generation file against `problems` and hands its samples on one at a time
     (`read`), with every check of `read_samples`; `layout`, `issues` and `coverage()` then
@@ -481,7 +519,8 @@ class SampleReader:
         """True once a limit stopped the reading (`too_large`)."""
         self.ready: list[Sample] = []
         """Samples of the record just read, not yet handed on."""
-        self.first_seen: dict[tuple[str, int], int] = {}
+        self.first_seen: dict[str, _FirstLines] = {}
+        """Per task, the line of each sample index given, for duplicates (`_FirstLines`)."""
         self.per_task: Counter[str] = Counter()
         self.codet_tasks: dict[str, int] = {}
         self.sanitized: dict[tuple[str, str, bool], tuple[str, tuple[str, ...]]] = {}
@@ -861,15 +900,16 @@ class SampleReader:
             return
         if index is None:
             index = self.per_task[task_id]
-        key = (task_id, index)
-        if key in self.first_seen:
+        seen = self.first_seen.setdefault(task_id, _FirstLines())
+        first = seen.get(index)
+        if first is not None:
             self.report(
                 line, "completion_id", "duplicate_sample",
                 f"Line {line} repeats sample {index} of {task_id}, already given on line "
-                f"{self.first_seen[key]}.",
+                f"{first}.",
             )
             return
-        self.first_seen[key] = line
+        seen.add(index, line)
         self.per_task[task_id] += 1
         completion, notes = raw, tuple[str, ...]()
         if self.sanitize:

@@ -8,11 +8,12 @@ from collections import Counter, defaultdict
 import numpy as np
 from django.db import transaction
 
-from evaluator.metrics import curve_with_ci, pass_at_k_array, pass_at_k_curve, reportable_ks
+from evaluator.metrics import curve_with_ci, pass_at_k_array, reportable_ks
 from evaluator.records import INFRASTRUCTURE_STATUS
 from webapp.runs.execution import run_finish, run_pause
 from webapp.runs.leases import Heartbeat, lease_end
 from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
+from webapp.runs.problem_scores import problem_curve
 from webapp.runs.scoring import CONFIDENCE, RESAMPLES, SEED
 from webapp.runs.selectors import REPORTED_KS
 from webapp.runs.transient import db_retry
@@ -82,11 +83,11 @@ def _score(*, run_id: int) -> None:
     cs = [counts[t]["passed"] for t in task_ids]
     results = []
     for task_id, n, c in zip(task_ids, ns, cs, strict=True):
-        curve = pass_at_k_curve([n], [c])
         results.append(ProblemResult(
             run=run, problem_id=problem_ids[task_id], task_id=task_id, n=n, c=c,
             counts=dict(counts[task_id]),
-            pass_at_k={str(k): round(v, 6) for k, v in curve.items()},
+            # The reported k only: a row that grew with n made every read of it grow too.
+            pass_at_k=problem_curve(n=n, c=c),
             intervals={str(k): [round(x, 6) for x in problem_interval(n, c, k)]
                        for k in reportable_ks([n], REPORTED_KS)},
             top_failure=(failures[task_id].most_common(1)[0][0][:300]

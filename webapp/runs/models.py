@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from evaluator.records import STATUSES
 from webapp.benchmarks.models import Dataset, Problem, ProblemVariant
+from webapp.runs.problem_scores import problem_pass_at_k
 from webapp.teams.models import Team
 
 SAMPLE_STATUSES: tuple[str, ...] = ("pending", *STATUSES)
@@ -325,7 +326,10 @@ class ProblemResult(models.Model):
     n = models.PositiveIntegerField()
     c = models.PositiveIntegerField()
     counts = models.JSONField(default=dict, help_text="Samples per status.")
-    pass_at_k = models.JSONField(default=dict, help_text='{"k": value} for every k <= n')
+    pass_at_k = models.JSONField(
+        default=dict, help_text='{"k": value} for the reported k <= n (1, 10, 100); any other '
+                                'k is computed from n and c'
+    )
     intervals = models.JSONField(
         default=dict, help_text='{"k": [low, high]} for the reported k, by binomial bootstrap'
     )
@@ -341,8 +345,11 @@ class ProblemResult(models.Model):
         return f"{self.task_id}: {self.c}/{self.n}"
 
     def pass_at(self, k: int) -> float | None:
+        """pass@k of this problem, stored or computed from (n, c); None where n < k."""
         value: Any = self.pass_at_k.get(str(k))
-        return float(value) if value is not None else None
+        if value is not None:
+            return float(value)
+        return problem_pass_at_k(n=self.n, c=self.c, k=k)
 
 
 class RunMetric(models.Model):

@@ -28,6 +28,7 @@ from webapp.query_params import BadQuery
 from webapp.runs.diffs import CharDiff, char_diff
 from webapp.runs.events import PassAtKValue, ProblemCount, SnapshotEvent
 from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
+from webapp.runs.problem_scores import problems_pass_at_k
 from webapp.runs.selectors import REPORTED_KS, Viewer, visible_runs
 
 TASK_ID = re.compile(r"HumanEval/\d{1,6}")
@@ -291,17 +292,16 @@ def run_reported_ks(run: Run) -> tuple[int, ...]:
 
 
 def stored_problem_rows(*, run: Run, k: int | None) -> list[ProblemRow]:
-    """The rows a finished run stored (`ProblemResult`), with pass@k for `k`."""
-    rows = []
-    for number, task_id, n, c, counts, pass_at_k, top_failure in ProblemResult.objects.filter(
-        run=run
-    ).values_list("problem__number", "task_id", "n", "c", "counts", "pass_at_k", "top_failure"):
-        value = pass_at_k.get(str(k)) if k else None
-        rows.append(ProblemRow(number=number, task_id=task_id, n=n, c=c,
-                               pass1=c / n if n else 0.0,
-                               passk=float(value) if value is not None else None,
-                               counts=counts, top_failure=top_failure.rstrip(": ")))
-    return rows
+    """The rows a finished run stored (`ProblemResult`), with pass@k for `k` computed from
+    their (n, c), whichever k a row stores (`problem_scores`)."""
+    stored = list(ProblemResult.objects.filter(run=run).values_list(
+        "problem__number", "task_id", "n", "c", "counts", "top_failure"))
+    ns, cs = [row[2] for row in stored], [row[3] for row in stored]
+    passk = problems_pass_at_k(ns=ns, cs=cs, k=k) if k else [None] * len(stored)
+    return [ProblemRow(number=number, task_id=task_id, n=n, c=c, pass1=c / n if n else 0.0,
+                       passk=value, counts=counts, top_failure=top_failure.rstrip(": "))
+            for (number, task_id, n, c, counts, top_failure), value
+            in zip(stored, passk, strict=True)]
 
 
 def run_problem_table(*, run: Run, sort: str = "task", descending: bool = False,

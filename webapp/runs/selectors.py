@@ -22,13 +22,14 @@ from webapp.runs.events import (
     sample_finished_event,
 )
 from webapp.runs.models import ProblemResult, Run, RunEvent, RunMetric, Sample
+from webapp.runs.problem_scores import REPORTED_KS as REPORTED_KS
+from webapp.runs.problem_scores import problems_pass_at_k
 from webapp.runs.profile_reports import run_profiles_json
 from webapp.runs.scoring import curve_points
 from webapp.runs.verified import run_verification
 from webapp.teams.models import Membership
 
 Viewer = User | AnonymousUser
-REPORTED_KS = (1, 10, 100)
 LOG_LENGTH = 50
 
 
@@ -181,8 +182,21 @@ def run_snapshot(*, run: Run) -> SnapshotEvent:
         progress=progress,
         log=recent_log(run=run),
         pass_at_k=run_pass_at_k(run=run),
-        problems=run_problem_counts(run=run, up_to_seq=seq),
+        # A finished run's counts are its scored rows: a row a problem, where counting its
+        # samples again is a grouped scan of the whole run.
+        problems=((status == Run.Status.FINISHED and scored_problem_counts(run=run))
+                  or run_problem_counts(run=run, up_to_seq=seq)),
     )
+
+
+def scored_problem_counts(*, run: Run) -> list[ProblemCount]:
+    """`run_problem_counts` of a finished run, from its `ProblemResult` rows (its samples
+    by problem, all finished, when it was scored); empty before it was scored."""
+    rows = (ProblemResult.objects.filter(run=run)
+            .order_by("problem__number", "task_id")
+            .values_list("problem__number", "task_id", "n", "c"))
+    return [ProblemCount(task_id=task_id, number=number, n=n, c=c)
+            for number, task_id, n, c in rows]
 
 
 def run_problem_counts(*, run: Run, up_to_seq: int) -> list[ProblemCount]:
@@ -254,12 +268,6 @@ def run_events_after(*, run: Run, after: int, limit: int) -> list[DurableEvent] 
     return events
 
 
-def run_problem_results(*, run: Run) -> QuerySet[ProblemResult]:
-    return ProblemResult.objects.filter(run=run).select_related("problem").order_by(
-        "problem__number"
-    )
-
-
 def run_unstable_count(*, run: Run) -> int:
     """Samples whose verdict the machine's load may have decided: they timed out or ran out
     of memory, were run again alone, and the second attempt gave another verdict. One
@@ -301,19 +309,26 @@ def run_summary(*, run: Run, include_problems: bool = True) -> dict[str, Any]:
         **run_profiles_json(run=run),
     }
     if include_problems:
-        summary["problems"] = [
-            {
-                "task_id": row.task_id,
-                "n": row.n,
-                "c": row.c,
-                "counts": row.counts,
-                "pass_at_k": {k: v for k, v in row.pass_at_k.items() if int(k) in REPORTED_KS},
-                "intervals": row.intervals,
-                "top_failure": row.top_failure,
-            }
-            for row in run_problem_results(run=run)
-        ]
+        summary["problems"] = run_problem_scores(run=run)
     return summary
+
+
+def run_problem_scores(*, run: Run) -> list[dict[str, Any]]:
+    """The `problems` of `run_summary`: each problem's counts and pass@k at the reported k
+    its n allows, computed from (n, c) rather than read from the stored curve, which a row
+    from before the curve was cut down holds whole (a value a k, up to n)."""
+    rows = list(ProblemResult.objects.filter(run=run).order_by("problem__number").values_list(
+        "task_id", "n", "c", "counts", "intervals", "top_failure"))
+    ns, cs = [row[1] for row in rows], [row[2] for row in rows]
+    by_k = {k: problems_pass_at_k(ns=ns, cs=cs, k=k) for k in REPORTED_KS}
+    problems = []
+    for position, (task_id, n, c, counts, intervals, top_failure) in enumerate(rows):
+        scores = {str(k): values[position] for k, values in by_k.items()
+                  if values[position] is not None}
+        problems.append({"task_id": task_id, "n": n, "c": c, "counts": counts,
+                         "pass_at_k": scores, "intervals": intervals,
+                         "top_failure": top_failure})
+    return problems
 
 
 def run_result_lines(*, run: Run) -> Iterator[dict[str, Any]]:

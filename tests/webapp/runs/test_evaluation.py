@@ -130,7 +130,8 @@ def test_whole_run_finishes_with_scores(queued_run, django_capture_on_commit_cal
     assert pass1.value == pytest.approx(0.25)
     first = ProblemResult.objects.get(run=queued_run, task_id="HumanEval/0")
     assert (first.n, first.c) == (2, 1)
-    assert first.pass_at_k["2"] == pytest.approx(1.0)
+    assert first.pass_at_k == {"1": 0.5}, "n = 2 allows pass@1 only of the reported k"
+    assert first.pass_at(2) == pytest.approx(1.0)
     assert first.intervals["1"][0] <= 0.5 <= first.intervals["1"][1]
     sample = queued_run.samples.get(task_id="HumanEval/0", index=0)
     assert sample.status == "passed"
