@@ -19,14 +19,15 @@ is cleared) and warm (the median and maximum of --repeats more).
 Under load (--clients N): the production stack on PostgreSQL and a Redis server of the
 bench's own (uvicorn, a Celery worker with 2 processes, beat), a finished run of
 --per-task samples per task built as above, and an evaluation going on (a --running-samples
-upload of distinct programs). N clients, each on its own keep-alive connection with a
-signed-in session, request the run page of the running run, the big run's page, the
+upload of distinct programs, made public). N clients, each on its own keep-alive connection
+and signed in as an account of its own (--viewers one: all as one account, which flatters any
+cache kept per viewer), request the run page of the running run, the big run's page, the
 leaderboard and `GET /api/runs/<id>` in turn for --duration seconds. Reports p50/p95/max
 per page, requests per second and the load average; the goals are run page p95 < 500 ms
 and leaderboard p95 < 300 ms.
 
     python bench/pages_bench.py --clients 20 [--duration 60] [--per-task 100]
-                                [--web-processes 1]
+                                [--web-processes 1] [--viewers distinct|one]
 """
 
 from __future__ import annotations
@@ -366,6 +367,37 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))]
 
 
+def signed_in_cookies(stack: Any, browser_class: Any, *, count: int,
+                      password: str) -> list[str]:
+    """The session cookies of `count` viewers, each signed in as an account of its own, so
+    that nothing one viewer's requests leave in a cache is kept for that viewer alone."""
+    names = [f"viewer{i}" for i in range(count)]
+    stack.manage("shell", "-c", (
+        "from webapp.teams.services import user_sign_up; "
+        f"[user_sign_up(username=name, password={password!r}) for name in {names!r}]"))
+    cookies = []
+    for name in names:
+        browser = browser_class(stack.url)
+        browser.sign_in(name, password)
+        cookies.append("; ".join(f"{c.name}={c.value}" for c in browser.jar))
+    return cookies
+
+
+def patch_run(base: str, token: str, run_id: int, changes: dict[str, Any]) -> tuple[int, Any]:
+    """`PATCH /api/runs/<id>` with a JSON body."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{base}/api/runs/{run_id}", data=json.dumps(changes).encode(), method="PATCH",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+
+
 def under_load(args: argparse.Namespace) -> None:
     from bench.live_load import PASSWORD, post_run, write_samples
     from evaluator.datasets import load_dataset
@@ -400,9 +432,8 @@ def under_load(args: argparse.Namespace) -> None:
         print(f"built runs {output.split()[-3:]} ({args.per_task * 164:,} samples for the big "
               f"one) in {time.perf_counter() - start:.1f} s", flush=True)
         stack.start(timeout=180)
-        browser = Browser(stack.url)
-        browser.sign_in("bench", PASSWORD)
-        cookie = "; ".join(f"{c.name}={c.value}" for c in browser.jar)
+        cookies = signed_in_cookies(stack, Browser, count=args.clients if args.viewers ==
+                                    "distinct" else 1, password=PASSWORD)
         problems = load_dataset().problems
         per_task = max(1, args.running_samples // len(problems))
         path = write_samples(work / "running.jsonl", problems, per_task=per_task,
@@ -411,6 +442,10 @@ def under_load(args: argparse.Namespace) -> None:
         if status != 201:
             raise SystemExit(f"upload: HTTP {status} {created}")
         running = int(created["id"])
+        # Every viewer may read it, whoever they are signed in as.
+        status, answer = patch_run(stack.url, token, running, {"visibility": "public"})
+        if status != 200:
+            raise SystemExit(f"making the run public: HTTP {status} {answer}")
         # Wait until the evaluation is really going: some samples done.
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
@@ -425,7 +460,8 @@ def under_load(args: argparse.Namespace) -> None:
                  "leaderboard": "/leaderboard/",
                  "api run": f"/api/runs/{running}"}
         host = urllib.parse.urlsplit(stack.url).netloc
-        clients = [LoadClient(host=host, cookie=cookie) for _ in range(args.clients)]
+        clients = [LoadClient(host=host, cookie=cookies[i % len(cookies)])
+                   for i in range(args.clients)]
         print(f"load average before the clients: {load_average()}; run {running} at "
               f"{done_before}/{body['progress']['total']} samples", flush=True)
         web = group_members(stack.processes["web"].pid)
@@ -500,6 +536,9 @@ def main() -> None:
                         help="samples per task of the big finished run (100: 16,400)")
     parser.add_argument("--running-samples", type=int, default=1640,
                         help="samples of the run evaluated during the load")
+    parser.add_argument("--viewers", choices=("distinct", "one"), default="distinct",
+                        help="under load: each client signed in as its own account (the "
+                             "default), or all as one")
     parser.add_argument("--web-processes", type=int, default=1,
                         help="uvicorn worker processes under load (WEB_CONCURRENCY)")
     parser.add_argument("--keep", action="store_true", help="keep the stack's work folder")

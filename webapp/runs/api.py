@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 from django.core.exceptions import ValidationError
@@ -31,7 +32,13 @@ from webapp.runs.intake import (
     upload_was_too_large,
 )
 from webapp.runs.lifecycle import duplicate_answer
-from webapp.runs.selectors import get_run_for_user, run_result_lines, run_summary
+from webapp.runs.page_cache import key_of, run_timeout, run_version, shared
+from webapp.runs.selectors import (
+    get_run_for_user,
+    run_counts_and_status,
+    run_result_lines,
+    run_summary,
+)
 from webapp.runs.uploads import Issue
 from webapp.streaming import StreamedDownload
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
@@ -159,7 +166,17 @@ def runs_detail(
     `problems=0`) the scores of each problem. Poll it until `status` is finished, failed or
     cancelled."""
     run = get_run_for_user(user=request.user, run_id=run_id)
-    return JsonResponse(run_summary(run=run, include_problems=problems != "0"))
+    include = problems != "0"
+    # Who may read it was decided above; the summary itself is the same for every reader,
+    # so it is kept in the page cache under the run's version (`webapp.runs.page_cache`).
+    summary = shared(key_of("api-run", run.pk, run_version(run=run), include),
+                     partial(run_summary, run=run, include_problems=include),
+                     timeout=run_timeout(run))
+    if run.is_active:
+        # A poller waits on these: never older than the request.
+        status, progress = run_counts_and_status(run_id=run.pk)
+        summary = {**summary, "status": status, "progress": progress}
+    return JsonResponse(summary)
 
 
 @read(

@@ -157,7 +157,9 @@ def overlay_candidates(*, user: Viewer, run: Run, limit: int = 50) -> QuerySet[R
     dataset first, then the newest."""
     return (
         visible_runs(user=user).filter(status=Run.Status.FINISHED).exclude(pk=run.pk)
-        .select_related("dataset")
+        # Only what the picker shows: loading whole rows (manifests and all) for fifty runs
+        # was a tenth of the run page's time.
+        .select_related("dataset").only("name", "dataset", "dataset__key")
         .order_by("-created_at")[:limit]
     )
 

@@ -137,3 +137,37 @@ def test_staged_upload_token_is_bound_to_its_user(personas, humaneval, samples_f
     assert stolen.status_code == 302
     assert list(Run.objects.values_list("owner", "status")) == [
         (personas.owner.pk, Run.Status.STAGED)], "nothing started, nothing of the outsider's"
+
+
+def test_one_runs_rule_in_python_agrees_with_the_query_for_every_kind_of_run(personas,
+                                                                               humaneval):
+    """`may_see_run` (what `get_run_for_user` asks) and `visible_runs` (every list) are one
+    rule written twice: for each visibility, state, deletion and reproduction, and each
+    viewer, both give the same answer."""
+    from itertools import product
+
+    from django.contrib.auth.models import AnonymousUser
+    from django.utils import timezone
+
+    from webapp.runs.selectors import may_see_run, visible_runs
+
+    original = RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval)
+    runs = []
+    for visibility, status, deleted, reproduction in product(
+            Run.Visibility.values, (Run.Status.FINISHED, Run.Status.STAGED, Run.Status.RUNNING),
+            (False, True), (False, True)):
+        runs.append(RunFactory.create(
+            owner=personas.owner, team=personas.team, dataset=humaneval, visibility=visibility,
+            status=status, deleted_at=timezone.now() if deleted else None,
+            reproduction_of=original if reproduction else None))
+    viewers = [AnonymousUser(), personas.owner, personas.teammate, personas.outsider]
+    seen = 0
+    for viewer, reproductions, run in product(viewers, (False, True), runs):
+        expected = visible_runs(user=viewer, reproductions=reproductions).filter(
+            pk=run.pk).exists()
+        assert may_see_run(user=viewer, run=run, reproductions=reproductions) == expected, (
+            viewer, reproductions, run.visibility, run.status, run.deleted_at,
+            run.reproduction_of_id)
+        seen += expected
+    # Both answers occur, so the comparison is not of two constant functions.
+    assert 0 < seen < len(viewers) * 2 * len(runs)
