@@ -189,6 +189,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     status = query_choice(params, "status", STATUSES)
     text = query_text(params, "q")
     page_number = query_int(params, "page", default=1, minimum=1)
+    # The overlay picker lists the runs the viewer may see: drawn only when asked for (or
+    # when overlays are drawn), as its query is a tenth of the page's time.
+    picking = bool(overlays) or query_choice(params, "pick", ("overlays",)) == "overlays"
     version = run_version(run=run)
     timeout = run_timeout(run)
     snapshot = shared(key_of("run-snapshot", run.pk, version), partial(run_snapshot, run=run),
@@ -262,7 +265,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "failures": failures,
         "overlays": overlays,
         "overlay_ids": [o.pk for o in overlays],
-        "overlay_candidates": overlay_candidates(user=request.user, run=run),
+        "picking_overlays": picking,
+        "overlay_candidates": (overlay_candidates(user=request.user, run=run)
+                               if picking else []),
         "chart_data": shared(key_of("run-charts", page_key), chart_data, timeout=timeout),
         "can_manage": can_manage,
         **shared(key_of("run-lifecycle", run.pk, version),

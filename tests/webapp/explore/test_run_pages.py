@@ -45,6 +45,24 @@ def test_run_page_hands_the_curve_with_its_band_and_overlays_to_the_chart(person
     assert [c["run_id"] for c in overlaid["curves"]] == [runs.c.pk, runs.a.pk, runs.b.pk]
 
 
+def test_overlay_picker_lists_the_runs_only_when_asked(personas, runs):
+    """The picker's list of runs the viewer may see is drawn on request (a link that works
+    without JavaScript) or while overlays are drawn, not on every view of the page."""
+    client = client_for(personas.owner)
+    option = f'<option value="{runs.a.pk}"'
+    plain = client.get(f"/runs/{runs.c.pk}/").content.decode()
+    assert 'id="overlay-choose"' in plain
+    assert 'href="?pick=overlays#curve-title"' in plain
+    assert option not in plain
+    assert 'id="overlay-select"' not in plain
+    for query in ("?pick=overlays", f"?overlay={runs.b.pk}"):
+        picking = client.get(f"/runs/{runs.c.pk}/{query}").content.decode()
+        assert 'id="overlay-select"' in picking, query
+        assert option in picking, query
+        assert 'id="overlay-choose"' not in picking
+    assert client.get(f"/runs/{runs.c.pk}/?pick=everything").status_code == 400
+
+
 def test_failure_bars_link_to_the_samples_behind_them(personas, runs):
     client = client_for(personas.owner)
     bars = _chart_data(client.get(f"/runs/{runs.a.pk}/").content.decode())["failures"]
