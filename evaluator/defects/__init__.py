@@ -53,6 +53,11 @@ NO_VERDICT_KINDS = frozenset({"not_a_defect", "cosmetic"})
 """Kinds that change no verdict: a suspicion found not to be a defect, a blemish of text."""
 KIND_TEST_SETS: dict[str, tuple[str, ...]] = {"missing_example_test": ("example",)}
 """Kinds that lie in one test set whatever the entry says."""
+SHIPPED_TEST_KINDS = frozenset({"wrong_test", "vacuous_test", "tests_disabled",
+                                "float_equality"})
+"""Kinds that lie in the tests the dataset ships: a plus problem's tests are built anew
+from HumanEval+'s inputs, so they are not in them unless the entry says the plus tests
+fail too."""
 
 
 class DefectError(ValueError):
@@ -125,13 +130,16 @@ class Defect:
     def test_sets(self) -> tuple[str, ...]:
         """The test sets this defect lies in: its kind's, else `plus` alone for one only
         the plus tests show (a base verdict does not change), else, for a wrong test, the
-        sets on which it fails the canonical solution, else all."""
+        sets on which it fails the canonical solution, else, for a defect of the shipped
+        tests, those (not `plus`), else all."""
         if self.kind in KIND_TEST_SETS:
             return KIND_TEST_SETS[self.kind]
         if self.canonical_fails == ("plus",) or self.kind == INTERFACE_KIND:
             return ("plus",)
         if self.kind == "wrong_test" and self.canonical_fails:
             return self.canonical_fails
+        if self.kind in SHIPPED_TEST_KINDS and "plus" not in self.canonical_fails:
+            return tuple(name for name in TEST_SETS if name != "plus")
         return TEST_SETS
 
     def to_dict(self) -> dict[str, Any]:

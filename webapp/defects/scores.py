@@ -18,6 +18,12 @@ entry names it (not its whole dataset), the entry is not `not_a_defect`, and the
 in the data this run used). Of those, the problems whose patches apply are re-run patched;
 a patch written for another copy of the data does not apply, and that problem keeps its
 verdict on the patched score.
+
+A run on a plus set (HumanEval-X+, a translated Python variant's plus set) is judged by
+HumanEval+'s inputs, so the entries that concern it are those of the `plus` test set: the
+defects only the plus tests show (`canonical_fails: ["plus"]`) count there and nowhere
+else. An entry of kind `different_interface` is not in a plus copy whose builder left its
+inputs out.
 """
 
 from __future__ import annotations
@@ -31,7 +37,14 @@ from typing import Any
 from django.http import QueryDict
 from django.urls import reverse
 
-from evaluator.defects import Defect, DefectError, apply_patches, load_registry
+from evaluator.defects import (
+    INTERFACE_KIND,
+    Defect,
+    DefectError,
+    apply_patches,
+    is_plus,
+    load_registry,
+)
 from evaluator.metrics import curve_with_ci, reportable_ks
 from evaluator.records import Problem
 from webapp.benchmarks.models import Dataset
@@ -81,16 +94,34 @@ class DatasetDefects:
 
 
 def _present(defect: Defect, problem: Problem) -> bool:
+    if defect.kind == INTERFACE_KIND and _interface_left_out(problem):
+        return False
     if defect.detect is None:
         return True
     return defect.detect.contains in str(getattr(problem, defect.detect.field, ""))
+
+
+def _interface_left_out(problem: Problem) -> bool:
+    """Whether the plus builder left out of this copy the inputs on which the variant asks
+    for another output (it counts them as `variant_interface`): the registry's
+    `different_interface` entries are then not in its tests. A translated Python variant's
+    plus set leaves none out, nor does a build older than the entry."""
+    plus = problem.extra.get("plus")
+    dropped = plus.get("dropped") if isinstance(plus, dict) else None
+    return isinstance(dropped, dict) and bool(dropped.get("variant_interface"))
+
+
+def problem_test_set(problem: Problem, tests: str) -> str:
+    """The test set a run on `tests` judges `problem` by: a plus problem's tests are
+    HumanEval+'s inputs (`plus`), whichever set the run names."""
+    return "plus" if is_plus(problem) else tests
 
 
 def defects_of_problems(problems: Mapping[str, Problem], *, tests: str = "hidden",
                         task: str = "generation") -> DatasetDefects:
     """Match the registry against the problems of one dataset (`task id -> Problem`), for
     runs on `tests` and `task`: an entry that cannot change such a run's verdicts
-    (`Defect.concerns`) leaves its problem in."""
+    (`Defect.concerns`, on the plus tests for a plus problem) leaves its problem in."""
     registry = load_registry()
     defective: dict[str, tuple[Defect, ...]] = {}
     patched: dict[str, tuple[Defect, ...]] = {}
@@ -101,8 +132,9 @@ def defects_of_problems(problems: Mapping[str, Problem], *, tests: str = "hidden
         for defect in found:
             if defect.task_id == "*":
                 dataset_wide.setdefault(defect.id, defect)
+        judged_by = problem_test_set(problem, tests)
         mine = tuple(d for d in found if d.task_id == task_id
-                     and d.concerns(tests=tests, task=task) and _present(d, problem))
+                     and d.concerns(tests=judged_by, task=task) and _present(d, problem))
         if not mine:
             continue
         defective[task_id] = mine
