@@ -11,7 +11,9 @@ than its plus score would make the drop meaningless.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache, partial
 from typing import cast
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -26,7 +28,7 @@ from webapp.runs.models import ProblemResult, Run, Sample
 from webapp.runs.reports import run_reported_ks
 from webapp.runs.reproduce import EVALUATE_DENIED, run_can_evaluate
 from webapp.runs.scoring import curve_points
-from webapp.runs.selectors import Viewer, visible_runs
+from webapp.runs.selectors import Viewer, may_see_run
 from webapp.runs.services import run_copy
 
 PLUS_NAME = "humanevalplus"
@@ -67,15 +69,17 @@ def _translation(plus: Dataset) -> str:
     return parts[2] if len(parts) == 3 else ""
 
 
-def plus_refusal(*, user: Viewer, run: Run) -> str | None:
-    """Why `user` may not have `run` scored on plus tests now, or None."""
+def plus_refusal(*, user: Viewer, run: Run,
+                 datasets: Callable[[], list[Dataset]] | None = None) -> str | None:
+    """Why `user` may not have `run` scored on plus tests now, or None. `datasets` gives
+    `plus_datasets` of the run's dataset, read only if the answer depends on it."""
     if not run_can_evaluate(user=user, run=run):
         return EVALUATE_DENIED
     if run.reproduction_of_id is not None or run.plus_of_id is not None:
         return "This run re-evaluates another one; score the original run on plus tests."
     if run.status != Run.Status.FINISHED:
         return "Only a finished run can be scored on plus tests: its base score comes first."
-    if not plus_datasets(dataset=run.dataset):
+    if not (datasets or partial(plus_datasets, dataset=run.dataset))():
         return (f"No plus test set of {run.dataset.key} is imported (HumanEval+ for Python, "
                 "HumanEval-X+ built by `python -m evaluator datasets build-plus`).")
     return None
@@ -174,12 +178,16 @@ def _plus_tasks(plus: Run) -> set[str]:
 def run_plus_pairs(*, user: Viewer, run: Run) -> list[PlusPair]:
     """Every plus score of `run` that `user` may see, newest first; for a plus run, its
     pair with its base run."""
+    # Read plainly, then each run's permission decided on its row (`may_see_run`): most
+    # runs have no plus run, and building `visible_runs`' query cost more than that.
     if run.plus_of_id is not None:
-        base = visible_runs(user=user).filter(pk=run.plus_of_id).first()
-        return [plus_pair(base=base, plus=run)] if base is not None else []
-    plus_runs = (visible_runs(user=user).filter(plus_of=run).select_related("dataset")
-                 .order_by("-pk"))
-    return [plus_pair(base=run, plus=plus) for plus in plus_runs]
+        base = Run.objects.select_related("dataset").filter(pk=run.plus_of_id).first()
+        if base is None or not may_see_run(user=user, run=base, reproductions=False):
+            return []
+        return [plus_pair(base=base, plus=run)]
+    plus_runs = Run.objects.filter(plus_of=run).select_related("dataset").order_by("-pk")
+    return [plus_pair(base=run, plus=plus) for plus in plus_runs
+            if may_see_run(user=user, run=plus, reproductions=False)]
 
 
 def plus_pair_json(pair: PlusPair) -> dict[str, object]:
@@ -196,10 +204,11 @@ def plus_pair_json(pair: PlusPair) -> dict[str, object]:
 def run_plus_context(*, user: Viewer, run: Run) -> dict[str, object]:
     """What the run page's "Base and plus" section draws."""
     pairs = run_plus_pairs(user=user, run=run)
-    refusal = plus_refusal(user=user, run=run)
+    datasets = cache(partial(plus_datasets, dataset=run.dataset))
+    refusal = plus_refusal(user=user, run=run, datasets=datasets)
     return {"plus": {
         "pairs": pairs,
-        "datasets": plus_datasets(dataset=run.dataset) if refusal is None else [],
+        "datasets": datasets() if refusal is None else [],
         "refusal": refusal,
         "shown": bool(pairs) or refusal is None,
     }}

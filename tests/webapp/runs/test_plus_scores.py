@@ -253,3 +253,25 @@ def test_plus_run_follows_the_base_runs_visibility(
     plus.refresh_from_db()
     assert plus.visibility == "private"
     assert client_for(personas.teammate).get(f"/runs/{plus.pk}/").status_code == 404
+
+
+def test_a_pair_shows_only_to_who_may_see_both_runs(personas, humaneval, humanevalplus):
+    """The pairs are read plainly and each run's permission decided on its row
+    (`may_see_run`): a plus run its viewer may not see is no pair, from either side."""
+    from tests.webapp.factories import RunFactory
+    from webapp.runs.plus import run_plus_pairs
+
+    base = RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval,
+                             visibility=Run.Visibility.PUBLIC)
+    plus = RunFactory.create(owner=personas.owner, team=personas.team, dataset=humanevalplus,
+                             visibility=Run.Visibility.TEAM, plus_of=base)
+    RunFactory.create(owner=personas.owner, team=personas.team, dataset=humanevalplus,
+                      visibility=Run.Visibility.PUBLIC, plus_of=base,
+                      status=Run.Status.STAGED)
+    assert [p.plus.pk for p in run_plus_pairs(user=personas.teammate, run=base)] == [plus.pk]
+    assert run_plus_pairs(user=personas.outsider, run=base) == []
+    assert [p.base.pk for p in run_plus_pairs(user=personas.teammate, run=plus)] == [base.pk]
+    base.visibility = Run.Visibility.PRIVATE
+    base.save()
+    assert run_plus_pairs(user=personas.teammate, run=plus) == []
+    assert [p.base.pk for p in run_plus_pairs(user=personas.owner, run=plus)] == [base.pk]
