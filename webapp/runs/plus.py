@@ -185,8 +185,11 @@ def run_plus_pairs(*, user: Viewer, run: Run) -> list[PlusPair]:
         if base is None or not may_see_run(user=user, run=base, reproductions=False):
             return []
         return [plus_pair(base=base, plus=run)]
-    plus_runs = Run.objects.filter(plus_of=run).select_related("dataset").order_by("-pk")
-    return [plus_pair(base=run, plus=plus) for plus in plus_runs
+    plus_runs = Run.objects.filter(plus_of=run)
+    if not plus_runs.exists():
+        return []  # one cheap query for most runs: loading rows costs more to build
+    return [plus_pair(base=run, plus=plus)
+            for plus in plus_runs.select_related("dataset").order_by("-pk")
             if may_see_run(user=user, run=plus, reproductions=False)]
 
 
