@@ -233,11 +233,14 @@ def _import_section(text: str) -> str:
     return "".join(match.group(0) for match in _IMPORT_BLOCK.finditer(text))
 
 
-def _strip_imports(text: str) -> str:
+def strip_imports(text: str) -> str:
+    """`text` without its import declarations."""
     return _IMPORT_BLOCK.sub("", text)
 
 
-def _uses_package(blanked_code: str, package: str) -> bool:
+def uses_package(blanked_code: str, package: str) -> bool:
+    """Whether code (comments and strings blanked: `lexing.blank`) refers to `package` by
+    its name, as `strings.Split` refers to "strings"."""
     name = package.rsplit("/", 1)[-1]
     return re.search(rf"(?<![\w.]){re.escape(name)}\.", blanked_code) is not None
 
@@ -371,7 +374,7 @@ class Go(Language):
         # generation uses is imported (CodeGeeX's rule), so a completion needing `strings`
         # compiles even when the prompt did not import it. Comments and strings are
         # blanked first, so a mention of `fmt.` in a comment adds no unused import.
-        code = _strip_imports(prefix) + sample.completion
+        code = strip_imports(prefix) + sample.completion
         if get_profile(options.profile).go_imports_by_text:
             # CodeGeeX's own rule, to the letter: a substring test on the generation alone.
             wanted = [pkg for pkg in IMPORT_HELPER
@@ -380,7 +383,7 @@ class Go(Language):
             blanked = lexing.blank(code, "go")
             shipped = re.findall(r'"([\w./]+)"', str(problem.extra.get("import", "")))
             wanted = [pkg for pkg in dict.fromkeys([*IMPORT_HELPER, *shipped])
-                      if f'"{pkg}"' not in setup and _uses_package(blanked, pkg)]
+                      if f'"{pkg}"' not in setup and uses_package(blanked, pkg)]
         imports = "import (\n" + "".join(f'    "{pkg}"\n' for pkg in wanted) + ")\n" if wanted \
             else ""
         return setup + "\n" + imports + code + "\n"

@@ -24,6 +24,8 @@ from typing import Any
 
 from evaluator.datasets import load_dataset
 from evaluator.defects import INTERFACE_KIND, Defect, defects_for
+from evaluator.languages import lexing
+from evaluator.languages.go import imported_paths, strip_imports, uses_package
 from evaluator.plus.literals import MAX_CHECK_CHARS, Untranslatable, literal
 from evaluator.plus.oracle import Answer, expected_outputs, tag, untag
 from evaluator.plus.programs import Check, test_program
@@ -35,6 +37,25 @@ LANGUAGES = ("cpp", "java", "js", "go", "rust")
 SETS = {"mini": "HumanEvalPlus-Mini.jsonl.gz", "full": "HumanEvalPlus.jsonl.gz"}
 GO_TEST_SETUP = ('package main\n\nimport (\n    "testing"\n'
                  '    "github.com/stretchr/testify/assert"\n)\n')
+GO_SETUP_PATHS = frozenset({"testing", "github.com/stretchr/testify/assert"})
+
+
+def go_test_setup(shipped: str, prompt: str) -> str:
+    """The Go plus tests' setup: `testing` and testify, and those of the shipped setup's
+    packages that the prompt's own code calls.
+
+    The shipped setup also imports what the base test used (math/rand, time), and Go
+    refuses an unused import. But a prompt's helper can call a package too (Go/38's
+    `EncodeCyclic` calls `math` and `strings`), and under HumanEval-X's reference rule a
+    package is imported for the program only when the completion names it: without the
+    setup's import, the canonical solution does not compile."""
+    code = lexing.blank(strip_imports(prompt), "go")
+    kept = [path for path in imported_paths(shipped)
+            if path not in GO_SETUP_PATHS and uses_package(code, path)]
+    if not kept:
+        return GO_TEST_SETUP
+    return GO_TEST_SETUP.replace(
+        '    "testing"\n', '    "testing"\n' + "".join(f'    "{path}"\n' for path in kept))
 
 
 @dataclass(frozen=True)
@@ -316,9 +337,8 @@ def build_language(language: str, x_dir: Path, sources: list[PlusSource], out_di
         record = dict(raw[problem.task_id])
         record["test"] = built.test
         if language == "go" and "test_setup" in record:
-            # The shipped setup imports what the base test used (math/rand, time); Go
-            # refuses an unused import, and the program's own imports are added by use.
-            record["test_setup"] = GO_TEST_SETUP
+            record["test_setup"] = go_test_setup(str(record["test_setup"]),
+                                                 str(record.get("prompt", "")))
         record["plus"] = {"set": which, "kept": built.kept, "inputs": built.inputs,
                           "groups": [source.groups[i] for i in built.kept],
                           "dropped": dict(built.dropped)}

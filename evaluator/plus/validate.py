@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from evaluator.datasets import load_dataset
 from evaluator.defects import DefectError, apply_patches, explains, explains_input
 from evaluator.engine import Engine, EngineConfig
 from evaluator.plus.types import SignatureError, ValueType, read_signature
+from evaluator.profiles import default_profile, run_time_limit
 from evaluator.records import Problem, RunOptions, Sample, SampleResult, TestOutcome
 from evaluator.sandbox.base import SandboxLimits
 
@@ -83,9 +85,15 @@ def _numbers(text: str) -> list[float]:
 def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
              arguments: Mapping[str, Sequence[str]] | None = None,
              backend: str = "auto", workers: int = 2,
-             cpu_seconds: float = 15.0) -> dict[str, Any]:
+             cpu_seconds: float | None = None) -> dict[str, Any]:
     """Run the canonical solutions of the built dataset at `dataset_path`, as shipped
     and, where the defect registry patches them, patched.
+
+    They run as a user's run of the dataset does with no options: under its reference
+    harness's profile (`evaluator.profiles.default_profile`: its rules, and how a program
+    is put together) and that profile's time limit (`cpu_seconds` overrides it), with the
+    default memory limit. A check under rules of its own would vouch for programs
+    a user's run never builds.
 
     `arguments[task_id][i]` is the `repr` of kept input i's argument list, by which the
     registry names the inputs a defect explains. Returns {"problems", "tests", "passed",
@@ -95,16 +103,19 @@ def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
     wanted = set(task_ids) if task_ids is not None else None
     problems = {p.task_id: p for p in dataset.problems
                 if wanted is None or p.task_id in wanted}
-    limits = SandboxLimits.for_timeout(cpu_seconds, memory_mb=2048)
+    profile = default_profile(dataset.name)
+    timeout, source = run_time_limit(profile, dataset.language, override=cpu_seconds)
+    options = RunOptions(limits=SandboxLimits.for_timeout(timeout),
+                         profile=profile.name, limit_source=source)
     results = _run_canonical(problems, {t: p.canonical_solution for t, p in problems.items()},
-                             RunOptions(limits=limits), backend, workers)
+                             options, backend, workers)
     fixed, patch_errors = _patched(problems)
     patched = {task_id: problems[task_id] for task_id, problem in fixed.items()
                if problem is not problems[task_id]}
     # The engine patches the problem; the patched canonical solution is the sample.
     patched_results = _run_canonical(
         patched, {t: fixed[t].canonical_solution for t in patched},
-        RunOptions(limits=limits, patched=True), backend, workers) if patched else {}
+        replace(options, patched=True), backend, workers) if patched else {}
     tests = passed = passed_patched = explained = 0
     causes: Counter[str] = Counter()
     failures: list[dict[str, Any]] = []

@@ -12,7 +12,16 @@ import pytest
 
 from evaluator.__main__ import main
 from evaluator.datasets import load_dataset
-from evaluator.plus.build import PlusSource, build_plus, build_problem, declared_shapes, table
+from evaluator.languages.go import imported_paths
+from evaluator.plus.build import (
+    GO_TEST_SETUP,
+    PlusSource,
+    build_plus,
+    build_problem,
+    declared_shapes,
+    go_test_setup,
+    table,
+)
 from evaluator.plus.literals import Untranslatable, literal
 from evaluator.plus.oracle import Answer, expected_outputs
 from evaluator.plus.types import read_signature, read_type
@@ -84,10 +93,32 @@ JS = [
 ]
 
 
+# Go's flip_case with a helper in its prompt that calls `strings`, which the shipped setup
+# imports (as HumanEval-X's Go/38 has `EncodeCyclic`); the solution itself never names it.
+GO_SETUP = ('package main\n\nimport (\n    "testing"\n    "math/rand"\n    "strings"\n'
+            '    "time"\n    "github.com/stretchr/testify/assert"\n)\n')
+GO_PROMPT = ('import (\n    "strings"\n)\n\n// shout is a helper; time.Now is only named here.\n'
+             'func shout(s string) string {\n    return strings.ToUpper(s)\n}\n\n'
+             '// FlipCase flips the case of each letter.\nfunc FlipCase(str string) string {\n')
+GO = [
+    {"task_id": "Go/27", "prompt": GO_PROMPT, "import": 'import (\n    "strings"\n)',
+     "declaration": "\nfunc FlipCase(str string) string {\n", "test_setup": GO_SETUP,
+     "example_test": "", "test": "",
+     "canonical_solution": "    result := []rune{}\n    for _, c := range str {\n"
+                           "        if c >= 'A' && c <= 'Z' {\n"
+                           "            result = append(result, c+32)\n"
+                           "        } else if c >= 'a' && c <= 'z' {\n"
+                           "            result = append(result, c-32)\n"
+                           "        } else {\n            result = append(result, c)\n        }\n"
+                           "    }\n    return string(result)\n}\n"},
+]
+
+
 def _write(path: Path, records: list[dict[str, Any]]) -> None:
     with gzip.open(path, "wt", encoding="utf-8") as stream:
         for record in records:
-            if "declaration" in record:  # HumanEval-X's prompt ends with the declaration
+            if "declaration" in record and "test_setup" not in record:
+                # HumanEval-X's prompt ends with the declaration (Go's keeps its own).
                 record = {**record, "prompt": record["declaration"]}
             stream.write(json.dumps(record) + "\n")
 
@@ -227,6 +258,7 @@ def test_build_counts_each_drop_under_its_reason(sources: tuple[Path, Path],
 
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 
@@ -269,6 +301,39 @@ def test_canonical_js_passes_its_plus_tests(sources: tuple[Path, Path],
     build_plus(plus_dir, x_dir, out, "mini", ["js"], workers=1)
     report = validate(out / "humaneval_js.jsonl.gz", workers=1)
     assert (report["tests"], report["passed"]) == (12, 12), report["failures"]
+
+
+def test_go_setup_keeps_the_packages_the_prompts_own_code_calls() -> None:
+    setup = go_test_setup(GO_SETUP, GO_PROMPT)
+    assert imported_paths(setup) == ["testing", "strings", "github.com/stretchr/testify/assert"]
+    # Nothing of the prompt's code calls a package: the plain setup.
+    assert go_test_setup(GO_SETUP, "func FlipCase(str string) string {\n") == GO_TEST_SETUP
+
+
+@needs_go
+def test_go_canonical_compiles_under_the_datasets_own_rules(sources: tuple[Path, Path],
+                                                            tmp_path: Path) -> None:
+    """Validation builds each program as a user's run of the dataset does with no options
+    (HumanEval-X's reference profile imports a package only when the completion names it),
+    and the built setup imports what the prompt's helper calls: the solution compiles."""
+    plus_dir, x_dir = sources
+    _write(x_dir / "humaneval_go.jsonl.gz", GO)
+    out = tmp_path / "out"
+    build_plus(plus_dir, x_dir, out, "mini", ["go"], workers=1)
+    report = validate(out / "humaneval_go.jsonl.gz", workers=1)
+    # "Hello" and the plus input; "Ça va" is not ASCII, which Go's runes would change.
+    assert (report["tests"], report["passed"]) == (2, 2), report["failures"]
+    # The same program under the shipped setup's imports cut down to testing and testify
+    # (the builder before this rule) does not compile under those rules.
+    with gzip.open(out / "humaneval_go.jsonl.gz", "rt") as stream:
+        records = [json.loads(line) for line in stream]
+    for record in records:
+        record["test_setup"] = GO_TEST_SETUP
+    with gzip.open(out / "bare.jsonl.gz", "wt") as stream:
+        stream.writelines(json.dumps(record) + "\n" for record in records)
+    bare = validate(out / "bare.jsonl.gz", workers=1)
+    assert bare["passed"] == 0
+    assert "undefined: strings" in json.dumps(bare["failures"])
 
 
 # -- on the real data, when it is there --------------------------------------------------
