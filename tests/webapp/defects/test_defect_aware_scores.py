@@ -219,6 +219,25 @@ def test_outsiders_see_nothing_and_only_managers_compute(run_a, personas):
     assert not PatchedScoring.objects.exists()
 
 
+def test_the_block_kept_for_every_viewer_follows_the_patched_scores(
+    run_a, personas, django_capture_on_commit_callbacks,
+):
+    """The block is drawn once for all who may not compute (the shared page cache), never
+    with a form another viewer's session could not post, and a computation gives it anew."""
+    teammate, owner = client_for(personas.teammate), client_for(personas.owner)
+    path = f"/runs/{run_a.pk}/?scores=patched"
+    before = teammate.get(path).content.decode()
+    assert "not computed yet" in before
+    assert f'id="compute-patched-{run_a.pk}"' not in before
+    mine = owner.get(path).content.decode()
+    assert f'id="compute-patched-{run_a.pk}"' in mine
+    with django_capture_on_commit_callbacks(execute=True):
+        owner.post(f"/runs/{run_a.pk}/defect-scores/patched/", {"scores": "patched"})
+    after = teammate.get(path).content.decode()
+    assert "not computed yet" not in after
+    assert "62.5%" in after
+
+
 def test_the_leaderboard_ranks_by_the_chosen_way(
     run_a, personas, humaneval, tmp_path, django_capture_on_commit_callbacks,
 ):
