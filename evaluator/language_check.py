@@ -474,9 +474,15 @@ def _finished(step: Mapping[str, Any]) -> bool:
                 or step.get("output_exceeded") or step.get("signal"))
 
 
-def _tool_output(step: Mapping[str, Any] | None) -> str | None:
+def _tool_output(step: Mapping[str, Any] | None, *,
+                 failure_says: str | None = None) -> str | None:
     """What a `_tool_step` printed after its status, or None when the parser did not
-    finish: a limit stopped it, it ran out of memory, or what it said was cut."""
+    finish: a limit stopped it, it ran out of memory, or what it said was cut.
+
+    With `failure_says` (a parser whose every failure names a line, as g++'s `error:`
+    does), a failing status with no such line is no answer either: the parser stopped
+    for a reason it did not say, such as memory running out before it could print that
+    it had (seen once in a few hundred template bombs, under load)."""
     if step is None or not _finished(step):
         return None
     status, _, rest = str(step.get("stdout") or "").partition("\n")
@@ -484,6 +490,9 @@ def _tool_output(step: Mapping[str, Any] | None) -> str | None:
     if matched is None or int(matched.group(1)) >= 128 or len(rest) >= STORED_OUTPUT:
         return None
     if re.search(_LIMIT_WORDS, rest):
+        return None
+    if (failure_says is not None and int(matched.group(1)) != 0
+            and not re.search(failure_says, rest)):
         return None
     return rest
 
@@ -687,7 +696,7 @@ def _parse_cpp(sources: list[str], run: RunJob) -> list[Answer]:
                       "files": {"batch.cpp": _cpp_batch(sources, together)},
                       "steps": [step(["batch.cpp"])]})
         steps = _steps(answer)
-        batch = _tool_output(steps[0]) if steps else None
+        batch = _tool_output(steps[0], failure_says=_CPP_PATTERN) if steps else None
         if (batch is None or "fatal error" in batch
                 or re.search(r"^batch\.cpp:\d+:\d+: error", batch, re.M)):
             alone = list(range(len(sources)))  # the batch itself failed: ask one by one
@@ -700,7 +709,8 @@ def _parse_cpp(sources: list[str], run: RunJob) -> list[Answer]:
                       "steps": [step([f"s{i}.cpp"]) for i in alone]})
         steps = _steps(answer)
         for k, i in enumerate(alone):
-            output = _tool_output(steps[k]) if k < len(steps) else None
+            output = (_tool_output(steps[k], failure_says=_CPP_PATTERN)
+                      if k < len(steps) else None)
             answers[i] = None if output is None else not _cpp_failures(output, sources)
     return answers
 

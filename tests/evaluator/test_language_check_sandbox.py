@@ -104,7 +104,7 @@ def test_a_host_file_named_by_a_macro_include_is_not_there(parsers, host_header,
 def test_a_memory_bomb_is_stopped_at_the_memory_limit_and_left_undecided(bwrap_parsers):
     parsers = bwrap_parsers
     step = _gxx_step(parsers, MEMORY_BOMB)
-    assert language_check._tool_output(step) is None
+    assert language_check._tool_output(step, failure_says=language_check._CPP_PATTERN) is None
     rss = step.get("max_rss_kb")
     assert rss is None or int(str(rss)) <= CHECK_LIMITS.memory_mb * 1024
     answers = parsers({"cpp": ["int f() { return 1; }", MEMORY_BOMB, "def f(): pass"]})
@@ -150,3 +150,23 @@ def test_a_missing_toolchain_is_reported_as_not_asked(bwrap_parsers, monkeypatch
     monkeypatch.setattr(language_check, "_tool", missing)
     said = parsers({"cpp": ["int f() { return 1; }"]})
     assert said == {"cpp": "g++ is not installed"}
+
+
+@pytest.mark.parametrize(("stdout", "expected"), [
+    ("status 0\n", ""),
+    ("status 1\ns0.cpp:2:5: error: expected ';' before '}' token\n",
+     "s0.cpp:2:5: error: expected ';' before '}' token\n"),
+    # g++ failed without naming a line: it stopped for a reason it did not say.
+    ("status 1\n", None),
+    ("status 4\ng++: internal compiler error: Segmentation fault\n", None),
+    ("status 1\nvirtual memory exhausted: Cannot allocate memory\n", None),
+])
+def test_a_parser_failing_without_a_line_is_no_answer(stdout: str, expected: str | None):
+    step = {"exit_code": 0, "signal": None, "timed_out": False, "output_exceeded": False,
+            "stdout": stdout}
+    assert language_check._tool_output(
+        step, failure_says=language_check._CPP_PATTERN) == expected
+    # A parser whose failures need not name a line (rustfmt --check differs on layout)
+    # keeps its status-1 answer.
+    if stdout == "status 1\n":
+        assert language_check._tool_output(step) == ""
