@@ -175,7 +175,13 @@ def runs_detail(
     if run.is_active:
         # A poller waits on these: never older than the request.
         status, progress = run_counts_and_status(run_id=run.pk)
-        summary = {**summary, "status": status, "progress": progress}
+        if status == summary["status"]:
+            summary = {**summary, "progress": progress}
+        else:
+            # The run moved on since its row was read (it finished, say): a summary kept
+            # from before would give the new status without the scores that came with it.
+            run.refresh_from_db()
+            summary = run_summary(run=run, include_problems=include)
     return JsonResponse(summary)
 
 

@@ -187,3 +187,26 @@ def test_results_keep_the_files_task_ids_byte_for_byte(
         again = run_rerun(user=personas.owner, run=run)
     assert [line["task_id"] for line in result_lines(again.pk)] == SOURCE_IDS
 
+
+
+def test_a_run_that_finishes_during_the_request_is_read_whole(
+    personas, unstarted_run, token_client, monkeypatch
+):
+    """The summary of a run still going is kept a moment (`page_cache.LIVE_SECONDS`), its
+    status and progress read fresh. Should the run finish between the request's reading of
+    its row and of its status, the answer is drawn anew: never a finished status without
+    the scores that came with it."""
+    from webapp.runs import api
+    from webapp.runs.models import RunMetric
+
+    client = token_client(personas.owner)
+    run = unstarted_run()
+    before = client.get(f"/api/runs/{run.pk}").json()
+    assert (before["status"], before["pass_at_k"]) == ("queued", [])
+    stale = Run.objects.get(pk=run.pk)  # the row as the request read it, before the end
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.FINISHED)
+    RunMetric.objects.create(run=run, k=1, value=0.5, low=0.25, high=0.75, problems=2)
+    monkeypatch.setattr(api, "get_run_for_user", lambda **_: stale)
+    body = client.get(f"/api/runs/{run.pk}").json()
+    assert body["status"] == "finished"
+    assert [(m["k"], m["value"]) for m in body["pass_at_k"]] == [(1, 0.5)]
