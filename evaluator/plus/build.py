@@ -35,9 +35,17 @@ from evaluator.records import Problem
 
 LANGUAGES = ("cpp", "java", "js", "go", "rust")
 SETS = {"mini": "HumanEvalPlus-Mini.jsonl.gz", "full": "HumanEvalPlus.jsonl.gz"}
-GO_TEST_SETUP = ('package main\n\nimport (\n    "testing"\n'
-                 '    "github.com/stretchr/testify/assert"\n)\n')
-GO_SETUP_PATHS = frozenset({"testing", "github.com/stretchr/testify/assert"})
+GO_SETUP_PATHS = ("testing", "github.com/stretchr/testify/assert")
+"""What every Go plus test imports; a prompt's own packages go between the two."""
+
+
+def go_setup_text(paths: Iterable[str]) -> str:
+    """The Go test setup (package clause and one import block) importing `paths`."""
+    imports = "".join(f'    "{path}"\n' for path in paths)
+    return f"package main\n\nimport (\n{imports})\n"
+
+
+GO_TEST_SETUP = go_setup_text(GO_SETUP_PATHS)
 
 
 def go_test_setup(shipped: str, prompt: str) -> str:
@@ -52,10 +60,8 @@ def go_test_setup(shipped: str, prompt: str) -> str:
     code = lexing.blank(strip_imports(prompt), "go")
     kept = [path for path in imported_paths(shipped)
             if path not in GO_SETUP_PATHS and uses_package(code, path)]
-    if not kept:
-        return GO_TEST_SETUP
-    return GO_TEST_SETUP.replace(
-        '    "testing"\n', '    "testing"\n' + "".join(f'    "{path}"\n' for path in kept))
+    testing, testify = GO_SETUP_PATHS
+    return go_setup_text([testing, *kept, testify])
 
 
 @dataclass(frozen=True)

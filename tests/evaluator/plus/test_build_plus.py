@@ -310,6 +310,21 @@ def test_go_setup_keeps_the_packages_the_prompts_own_code_calls() -> None:
     assert go_test_setup(GO_SETUP, "func FlipCase(str string) string {\n") == GO_TEST_SETUP
 
 
+def test_go_setup_text_for_a_prompt_calling_math_and_strings() -> None:
+    # Go/38's shape: the shipped setup imports what the base test used too (math/rand,
+    # time); the prompt's helper calls math and strings, each by its name.
+    shipped = ('package main\n\nimport (\n    "testing"\n    "math/rand"\n    "math"\n'
+               '    "time"\n    "strings"\n    "github.com/stretchr/testify/assert"\n)\n')
+    prompt = ('import (\n    "math"\n    "strings"\n    "time"\n)\n\n'
+              '// pad is a helper of the prompt; the word rand. in a comment is no call.\n'
+              'func pad(s string, n float64) string {\n'
+              '    return s + strings.Repeat(" ", int(math.Max(n, 0)))\n}\n\n'
+              'func Unpad(s string) string {\n')
+    assert go_test_setup(shipped, prompt) == (
+        'package main\n\nimport (\n    "testing"\n    "math"\n    "strings"\n'
+        '    "github.com/stretchr/testify/assert"\n)\n')
+
+
 @needs_go
 def test_go_canonical_compiles_under_the_datasets_own_rules(sources: tuple[Path, Path],
                                                             tmp_path: Path) -> None:

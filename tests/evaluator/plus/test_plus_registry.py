@@ -62,3 +62,39 @@ def test_validation_explains_patches_and_flags_canonical_failures(
     roots = by_task["HumanEval/32"]["inputs"]
     assert plus["omitted"] == {"HumanEval/32": {"property_oracle": roots},
                                "HumanEval/103": rounded["dropped"]}
+
+
+needs_go = pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+
+
+GO_PATCHED = (11, 13, 46, 55, 57, 69, 76, 86, 95, 122, 124, 150)
+"""Go problems whose canonical solution fails plus inputs and whose entries patch it."""
+
+
+@needs_go
+def test_go_canonical_solutions_pass_every_plus_input_patched(
+        shared_dir: Path, tmp_path: Path) -> None:
+    """Under the dataset's own profile and 3 s limit, as a user's run gets them: Go/13 (a
+    GCD linear in b), Go/46 and Go/55 (exponential recursions) run out of time on
+    HumanEval+'s large inputs, the others answer wrongly. Their entries explain every
+    failure, and their patches make each solution right and fast: every input passes."""
+    datasets = shared_dir / "datasets"
+    out = tmp_path / "out"
+    code = main(["datasets", "build-plus", "--set", "mini", "--languages", "go",
+                 "--tasks", ",".join(map(str, GO_PATCHED)), "--out", str(out),
+                 "--humanevalplus", str(datasets / "humanevalplus"),
+                 "--humaneval-x", str(datasets / "humaneval-x"),
+                 "--validate", "--workers", "1"])
+    assert code == 0
+    (go,) = json.loads((out / "report.json").read_text())["languages"]
+    validation = go["validation"]
+    assert sorted(validation["patched_problems"]) == sorted(
+        f"HumanEval/{n}" for n in GO_PATCHED)
+    assert validation["passed_patched"] == validation["tests"], validation["tests"]
+    # As shipped, Fib4(41) and Fib(63) never finish and GCD(100, 50) is 25 (when the
+    # GCD finishes at all); each failure is explained by its problem's own plus entry.
+    failing = {f["task_id"]: f["explained_by"] for f in validation["failures"]}
+    assert {"HumanEval/13", "HumanEval/46", "HumanEval/55"} <= set(failing)
+    for task_id, explained_by in failing.items():
+        assert f"hx-go-{task_id.rsplit('/', 1)[1]}-plus" in explained_by, task_id
+    assert validation["unexplained"] == 0
