@@ -246,7 +246,7 @@ def snapshot(servers: Servers, database: str) -> dict[str, Any]:
                     "workers": cpu_seconds(WORKERS, with_ended_children=True)}}
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=4000)
     parser.add_argument("--workers", type=int, default=4)
@@ -254,7 +254,11 @@ def main() -> None:
     parser.add_argument("--shared-servers", action="store_true",
                         help="use the machine's PostgreSQL and Redis (their server-wide "
                              "figures then count everything else they serve)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     with tempfile.TemporaryDirectory(prefix="coordinator-") as scratch:
         work = Path(scratch)
         samples = work / "trivial.jsonl"
