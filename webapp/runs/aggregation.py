@@ -1,4 +1,5 @@
-"""A run's scores, computed once all its chunks are done: pass@k per problem and overall."""
+"""A run's scores, computed once all its chunks are done: pass@k per problem and overall,
+and the digest its pages read (pass^k, the failure breakdown, the unstable count)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from collections import Counter, defaultdict
 import numpy as np
 from django.db import transaction
 
-from evaluator.metrics import curve_with_ci, pass_at_k_array, reportable_ks
+from evaluator.metrics import ALL_OF_K, curve_with_ci, pass_at_k_array, reportable_ks
 from evaluator.records import INFRASTRUCTURE_STATUS
 from webapp.runs.execution import run_finish, run_pause
 from webapp.runs.leases import Heartbeat, lease_end
-from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
+from webapp.runs.models import ProblemResult, Run, RunDigest, RunMetric, Sample
 from webapp.runs.problem_scores import problem_curve
-from webapp.runs.scoring import CONFIDENCE, RESAMPLES, SEED
-from webapp.runs.selectors import REPORTED_KS
+from webapp.runs.reports import counted_failures
+from webapp.runs.scoring import CONFIDENCE, RESAMPLES, SEED, curve_points
+from webapp.runs.selectors import REPORTED_KS, counted_unstable_samples
 from webapp.runs.transient import db_retry
 
 
@@ -99,12 +101,30 @@ def _score(*, run_id: int) -> None:
                                    seed=SEED, task_ids=task_ids):
             metrics.append(RunMetric(run=run, k=point.k, value=point.value, low=point.low,
                                      high=point.high, problems=point.problems))
+    digest = _digest(run=run, task_ids=task_ids, ns=ns, cs=cs)
 
     def store() -> None:
         with transaction.atomic():
             ProblemResult.objects.filter(run=run).delete()
             RunMetric.objects.filter(run=run).delete()
+            RunDigest.objects.filter(run=run).delete()
             ProblemResult.objects.bulk_create(results, batch_size=500)
             RunMetric.objects.bulk_create(metrics, batch_size=500)
+            digest.save(force_insert=True)
 
     db_retry(store, what="storing a run's scores")
+
+
+def _digest(*, run: Run, task_ids: list[str], ns: list[int], cs: list[int]) -> RunDigest:
+    """What the run's pages would otherwise compute on every read, computed here as they
+    compute it (`selectors.computed_pass_hat_k`, `reports.counted_failures`,
+    `selectors.counted_unstable_samples`), so the figures read are the same. The bootstrap
+    draws problems by position: `task_ids` are in problem order (`HumanEval/<number>`), the
+    order in which the readers load the rows."""
+    pass_hat_k = curve_points(ns, cs, task_ids=task_ids, metric=ALL_OF_K)
+    return RunDigest(
+        run=run,
+        pass_hat_k=[[p["k"], p["value"], p["low"], p["high"]] for p in pass_hat_k],
+        failures=[list(row) for row in counted_failures(run=run)],
+        unstable=counted_unstable_samples(run=run),
+    )

@@ -370,6 +370,26 @@ class RunMetric(models.Model):
         return f"pass@{self.k} = {self.value:.3f}"
 
 
+class RunDigest(models.Model):
+    """What a run's pages read besides pass@k, computed with its scores and stored beside
+    them (in the same transaction, so never older than they are): reading it costs a row,
+    where computing it again costs a bootstrap per k or a scan of every sample (issue 26).
+    A run scored before it existed has none, and its readers compute the figures."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="digest")
+    pass_hat_k = models.JSONField(
+        default=list, help_text="[k, value, low, high] for k = 1..min n: pass^k with its "
+                                "bootstrap interval")
+    failures = models.JSONField(
+        default=list, help_text="[status, error type, samples] of the samples that did not "
+                                "pass, most frequent first")
+    unstable = models.PositiveIntegerField(
+        default=0, help_text="Samples whose two attempts disagreed (`SampleResult.unstable`).")
+
+    def __str__(self) -> str:
+        return f"digest of run {self.run_id}"
+
+
 class CachedResult(models.Model):
     """An evaluated program, keyed by the evaluator's cache key (dataset version, problem,
     program hash, harness version, options), so an identical program is not run twice."""

@@ -3,8 +3,9 @@ breakdown, the per-problem table, sample lists, and one sample's tests. The verd
 runs on one problem are read by `webapp.explore.problem_selectors`.
 
 Every function here issues a fixed number of queries whatever the run's size: the
-per-problem numbers come from `ProblemResult` (computed once when the run finished) and
-the breakdowns from one grouped query, never from a query per sample.
+per-problem numbers come from `ProblemResult` and a finished run's breakdowns from its
+`RunDigest` (both computed once when the run finished), a live run's breakdowns from one
+grouped query, never from a query per sample.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from evaluator.sandbox.levels import level_of_backend
 from webapp.query_params import BadQuery
 from webapp.runs.diffs import CharDiff, char_diff
 from webapp.runs.events import PassAtKValue, ProblemCount, SnapshotEvent
-from webapp.runs.models import ProblemResult, Run, RunMetric, Sample
+from webapp.runs.models import ProblemResult, Run, RunDigest, RunMetric, Sample
 from webapp.runs.problem_scores import problems_pass_at_k
 from webapp.runs.selectors import REPORTED_KS, Viewer, visible_runs
 
@@ -198,23 +199,33 @@ def samples_url(run: Run, **filters: str) -> str:
 
 def run_failure_breakdown(*, run: Run, up_to_seq: int | None = None) -> list[FailureBar]:
     """Samples that did not pass, by status and error type, most frequent first; only those
-    finished by event `up_to_seq` when given (a live page adds the later ones)."""
+    finished by event `up_to_seq` when given (a live page adds the later ones). A finished
+    run's are in its digest; any other's are counted (`counted_failures`)."""
+    stored = None
+    if up_to_seq is None and run.status == Run.Status.FINISHED:
+        stored = RunDigest.objects.filter(run=run).values_list("failures", flat=True).first()
+    rows = counted_failures(run=run, up_to_seq=up_to_seq) if stored is None else stored
+    return [
+        FailureBar(status=status, error_type=error_type, count=count,
+                   url=samples_url(run, status=status, error_type=error_type or "-"))
+        for status, error_type, count in rows
+    ]
+
+
+def counted_failures(*, run: Run, up_to_seq: int | None = None) -> list[tuple[str, str, int]]:
+    """(status, error type, samples) of `run_failure_breakdown`, by one grouped query over
+    the run's samples."""
     samples = Sample.objects.filter(run=run)
     if up_to_seq is not None:
         samples = samples.filter(seq__lte=up_to_seq)
     rows = (
         samples
         .exclude(status__in=["passed", "pending"])
-        .values("status", "error_type")
+        .values_list("status", "error_type")
         .annotate(count=Count("id"))
         .order_by("-count", "status", "error_type")
     )
-    return [
-        FailureBar(status=row["status"], error_type=row["error_type"], count=row["count"],
-                   url=samples_url(run, status=row["status"],
-                                   error_type=row["error_type"] or "-"))
-        for row in rows
-    ]
+    return [(status, error_type, count) for status, error_type, count in rows]
 
 
 # -- per-problem table ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from webapp.runs.events import (
     log_entry,
     sample_finished_event,
 )
-from webapp.runs.models import ProblemResult, Run, RunEvent, RunMetric, Sample
+from webapp.runs.models import ProblemResult, Run, RunDigest, RunEvent, RunMetric, Sample
 from webapp.runs.problem_scores import REPORTED_KS as REPORTED_KS
 from webapp.runs.problem_scores import problems_pass_at_k
 from webapp.runs.profile_reports import run_profiles_json
@@ -176,7 +176,23 @@ def run_pass_at_k(*, run: Run, ks: tuple[int, ...] | None = REPORTED_KS) -> list
 
 def run_pass_hat_k(*, run: Run, ks: tuple[int, ...] | None = REPORTED_KS) -> list[PassAtKValue]:
     """pass^k, the chance that all k of k samples pass, with its bootstrap interval,
-    derived from the counts the run's scores were computed from (none before they were)."""
+    derived from the counts the run's scores were computed from (none before they were).
+
+    Every k (`ks` None) is read from the run's digest, stored with those counts; a few k
+    are computed afresh, which is cheap, and keeps their last digits as they were (a
+    bootstrap of fewer k sums in another order)."""
+    if ks is None:
+        stored = (RunDigest.objects.filter(run=run)
+                  .values_list("pass_hat_k", flat=True).first())
+        if stored is not None:
+            return [PassAtKValue(k=k, value=value, low=low, high=high)
+                    for k, value, low, high in stored]
+    return computed_pass_hat_k(run=run, ks=ks)
+
+
+def computed_pass_hat_k(*, run: Run, ks: tuple[int, ...] | None) -> list[PassAtKValue]:
+    """`run_pass_hat_k` computed from the run's `ProblemResult` rows, one bootstrap for
+    all of `ks`: at every k, a cost that grows with the run's smallest n."""
     rows = list(ProblemResult.objects.filter(run=run).order_by("problem__number")
                 .values_list("task_id", "n", "c"))
     if not rows:
@@ -289,8 +305,17 @@ def run_events_after(*, run: Run, after: int, limit: int) -> list[DurableEvent] 
 
 def run_unstable_count(*, run: Run) -> int:
     """Samples whose verdict the machine's load may have decided: they timed out or ran out
-    of memory, were run again alone, and the second attempt gave another verdict. One
-    query; it reads the stored result of each of the run's samples."""
+    of memory, were run again alone, and the second attempt gave another verdict. A
+    finished run's count is in its digest; any other's is `counted_unstable_samples`."""
+    if run.status == Run.Status.FINISHED:
+        stored = RunDigest.objects.filter(run=run).values_list("unstable", flat=True).first()
+        if stored is not None:
+            return stored
+    return counted_unstable_samples(run=run)
+
+
+def counted_unstable_samples(*, run: Run) -> int:
+    """`run_unstable_count` by one query that reads the stored result of every sample."""
     return Sample.objects.filter(run=run, result__unstable=True).count()
 
 
