@@ -8,7 +8,6 @@ DATABASE_URL (PostgreSQL) and REDIS_URL (broker and channel layer); see docs/web
 from __future__ import annotations
 
 import secrets
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +109,11 @@ WEB_PROCESS = env_str("WORKBENCH_PROCESS", "") == "web"
 """Set by `webapp.asgi` before Django starts: this process serves pages and websockets."""
 
 
+HTTP_THREADS = env_int("DATABASE_POOL_SIZE", 16, minimum=1)
+"""Threads that serve HTTP requests in a web process (`webapp.sync_http`), each holding at
+most one pooled database connection at a time: the pool's size is the same number."""
+
+
 def _database(url: str) -> dict[str, Any]:
     config: dict[str, Any] = dict(
         dj_database_url.parse(url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0, minimum=0))
@@ -125,7 +129,7 @@ def _database(url: str) -> dict[str, Any]:
         config["CONN_HEALTH_CHECKS"] = True  # Django checks each pooled connection then
         config.setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1,
-            "max_size": env_int("DATABASE_POOL_SIZE", 16, minimum=1),
+            "max_size": HTTP_THREADS,
             "timeout": 30,
         }
     if config["ENGINE"] == "django.db.backends.sqlite3":
@@ -169,11 +173,6 @@ STATICFILES_FINDERS = [
     "webapp.static_finders.PackageFileFinder",
 ]
 STATIC_ROOT = env_path("DJANGO_STATIC_ROOT", VAR_DIR / "staticfiles")
-# WhiteNoise gives Django a synchronous file iterator, which Django under ASGI reads in a
-# thread and warns about for every static file: harmless, and only noise in the logs.
-warnings.filterwarnings(
-    "ignore", message="StreamingHttpResponse must consume synchronous iterators"
-)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Hashed names, cached forever by browsers (webapp/static_storage.py).
