@@ -25,7 +25,7 @@ from webapp.runs.models import Run, Sample
 from webapp.runs.reports import run_reported_ks
 from webapp.runs.selectors import Viewer, get_run_for_user, run_pass_at_k
 from webapp.runs.services import run_copy
-from webapp.teams.models import Membership
+from webapp.teams.selectors import role_in_team
 
 CHANGES_SHOWN = 2000
 """Changed verdicts listed on the page; the counts by old and new status cover them all."""
@@ -39,7 +39,7 @@ def run_can_evaluate(*, user: Viewer, run: Run) -> bool:
         return False
     if run.owner_id == user.pk:
         return True
-    return Membership.objects.filter(team_id=run.team_id, user_id=user.pk).exists()
+    return role_in_team(user=user, team_id=run.team_id) is not None
 
 
 def reproduce_refusal(*, user: Viewer, run: Run) -> str | None:

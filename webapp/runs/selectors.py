@@ -28,6 +28,7 @@ from webapp.runs.profile_reports import run_profiles_json
 from webapp.runs.scoring import curve_points
 from webapp.runs.verified import run_verification
 from webapp.teams.models import Membership
+from webapp.teams.selectors import role_in_team
 
 Viewer = User | AnonymousUser
 LOG_LENGTH = 50
@@ -72,8 +73,8 @@ def may_see_run(*, user: Viewer, run: Run, reproductions: bool = True) -> bool:
         return False
     if run.owner_id == user.pk:
         return True
-    return run.visibility == Run.Visibility.TEAM and Membership.objects.filter(
-        user_id=user.pk, team_id=run.team_id).exists()
+    return (run.visibility == Run.Visibility.TEAM
+            and role_in_team(user=user, team_id=run.team_id) is not None)
 
 
 def get_run_for_user(*, user: Viewer, run_id: int) -> Run:
@@ -97,9 +98,7 @@ def run_can_manage(*, user: Viewer, run: OwnedByTeam) -> bool:
         return False
     if run.owner_id == user.pk:
         return True
-    return Membership.objects.filter(
-        team_id=run.team_id, user_id=user.pk, role=Membership.Role.OWNER
-    ).exists()
+    return role_in_team(user=user, team_id=run.team_id) == Membership.Role.OWNER
 
 
 def find_duplicate_run(*, user: Viewer, fingerprint: str) -> Run | None:

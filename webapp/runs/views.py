@@ -78,6 +78,7 @@ from webapp.runs.selectors import (
 )
 from webapp.runs.services import run_cancel, run_rerun
 from webapp.streaming import StreamedDownload
+from webapp.teams.selectors import keep_roles
 from webapp.teams.signed_in import SignedInRequest
 
 
@@ -179,6 +180,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run page. Who may see it and what the viewer may do are decided here on every
     request; the rest is drawn from the shared page cache (`webapp.runs.page_cache`): each part
     the template keeps (`{% shared_fragment %}`) is computed only when it is drawn."""
+    keep_roles(request.user)  # its sections each ask what the viewer may do with the run
     run = get_run_for_user(user=request.user, run_id=run_id)
     params = request.GET
     overlay_ids = [pk for pk in query_ids(params, "overlay", limit=MAX_OVERLAYS) if pk != run.pk]

@@ -33,13 +33,37 @@ def get_team_for_user(*, user: User | AnonymousUser, slug: str) -> Team:
 
 
 def team_role(*, team: Team, user: User | AnonymousUser) -> str | None:
-    if not user.is_authenticated:
+    return role_in_team(user=user, team_id=team.pk)
+
+
+ROLES_KEPT = "_team_roles"
+"""The attribute of a request's user that holds the roles already read (`keep_roles`)."""
+
+
+def role_in_team(*, user: object, team_id: int) -> str | None:
+    """The user's role in the team, or None for a non-member or anonymous viewer.
+
+    A page asks it several times for one run (may the viewer see it, manage it, evaluate
+    it; each section asks again): where the request kept its answers (`keep_roles`), one
+    query serves them all."""
+    if not getattr(user, "is_authenticated", False):
         return None
-    return (
-        Membership.objects.filter(team=team, user_id=user.pk)
-        .values_list("role", flat=True)
-        .first()
-    )
+    kept: dict[int, str | None] | None = getattr(user, ROLES_KEPT, None)
+    if kept is not None and team_id in kept:
+        return kept[team_id]
+    role = (Membership.objects.filter(team_id=team_id, user_id=getattr(user, "pk", None))
+            .values_list("role", flat=True).first())
+    if kept is not None:
+        kept[team_id] = role
+    return role
+
+
+def keep_roles(user: object) -> None:
+    """Let `role_in_team` keep its answers on `user` for the rest of the request. Only a
+    request's own user object: it is made for the request and dropped with it, so an
+    answer never outlives a membership change by more than the request that read it."""
+    if getattr(user, "is_authenticated", False):
+        setattr(user, ROLES_KEPT, {})
 
 
 def team_memberships(*, team: Team) -> QuerySet[Membership]:

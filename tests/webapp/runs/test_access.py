@@ -171,3 +171,30 @@ def test_one_runs_rule_in_python_agrees_with_the_query_for_every_kind_of_run(per
         seen += expected
     # Both answers occur, so the comparison is not of two constant functions.
     assert 0 < seen < len(viewers) * 2 * len(runs)
+
+
+def _membership_queries(client: Client, url: str) -> tuple[int, int]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        status = client.get(url).status_code
+    return status, sum('"teams_membership"' in query["sql"]
+                       for query in queries.captured_queries)
+
+
+def test_the_run_page_asks_the_viewers_team_role_once(personas, finished_run):
+    """May the viewer see the run, manage it, evaluate it: each section of the page asks,
+    and one query answers them all for the request."""
+    status, asked = _membership_queries(client_for(personas.teammate),
+                                        f"/runs/{finished_run.pk}/")
+    assert (status, asked) == (200, 1)
+
+
+def test_a_role_kept_by_one_request_is_not_kept_by_the_next(personas, finished_run):
+    from webapp.teams.models import Membership
+
+    teammate = client_for(personas.teammate)
+    assert teammate.get(f"/runs/{finished_run.pk}/").status_code == 200
+    Membership.objects.filter(user=personas.teammate, team=personas.team).delete()
+    assert teammate.get(f"/runs/{finished_run.pk}/").status_code == 404
