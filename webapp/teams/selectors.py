@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 from django.http import Http404
@@ -51,7 +53,8 @@ def role_in_team(*, user: object, team_id: int) -> str | None:
     kept: dict[int, str | None] | None = getattr(user, ROLES_KEPT, None)
     if kept is not None and team_id in kept:
         return kept[team_id]
-    role = (Membership.objects.filter(team_id=team_id, user_id=getattr(user, "pk", None))
+    user_id = cast(int, getattr(user, "pk"))  # noqa: B009 - any signed-in viewer has one
+    role = (Membership.objects.filter(team_id=team_id, user_id=user_id)
             .values_list("role", flat=True).first())
     if kept is not None:
         kept[team_id] = role
