@@ -53,6 +53,7 @@ from evaluator.engine import Engine, EngineConfig  # noqa: E402
 from evaluator.languages import get_language  # noqa: E402
 from evaluator.records import RunOptions, Sample  # noqa: E402
 from evaluator.sandbox.base import SandboxError, SandboxLimits  # noqa: E402
+from evaluator.sandbox.cgroups import own_path  # noqa: E402
 from evaluator.sandbox.levels import level_of_backend  # noqa: E402
 
 SHARED = Path(os.environ.get("WORKBENCH_SHARED",
@@ -134,7 +135,7 @@ class CpuClock:
 
     def enter_cgroup(self) -> str:
         """Move this process into a group of its own; say how CPU is counted."""
-        own = _own_cpuacct_path()
+        own = own_path("cpuacct")
         if own is None or not (CPUACCT / "cpuacct.usage").exists():
             return "getrusage (no cgroup v1 cpuacct here: sandboxed rows are n/a)"
         home = CPUACCT / own.lstrip("/")
@@ -161,18 +162,6 @@ class CpuClock:
         if self.group is not None:
             return int((self.group / "cpuacct.usage").read_text()) / 1e9
         return _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN)
-
-
-def _own_cpuacct_path() -> str | None:
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) == 3 and "cpuacct" in parts[1].split(","):
-            return parts[2]
-    return None
 
 
 CLOCK = CpuClock()

@@ -36,7 +36,7 @@ writing the pid after the start would race with the first fork.
 """
 
 
-def _own_path(controller: str) -> str | None:
+def own_path(controller: str) -> str | None:
     """This process's cgroup path in `controller`'s hierarchy ("" key for v2)."""
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
@@ -82,7 +82,7 @@ class SandboxCgroup:
     def _create_v1(cls, name: str) -> SandboxCgroup | None:
         dirs: dict[str, Path] = {}
         for controller in ("memory", "pids"):
-            own = _own_path(controller)
+            own = own_path(controller)
             mount = CGROUP_ROOT / controller
             if own is None or not (mount / "cgroup.procs").exists():
                 continue
@@ -99,7 +99,7 @@ class SandboxCgroup:
             SandboxCgroup(dirs, 1).remove()
             return None
         # CPU accounting only informs (see `cpu_usage_ns`): a group without it is used.
-        own = _own_path("cpuacct")
+        own = own_path("cpuacct")
         mount = CGROUP_ROOT / "cpuacct"
         if own is not None and (mount / "cpuacct.usage").exists():
             path = mount / own.lstrip("/") / name
@@ -111,7 +111,7 @@ class SandboxCgroup:
 
     @classmethod
     def _create_v2(cls, name: str) -> SandboxCgroup | None:
-        own = _own_path("")
+        own = own_path("")
         if own is None:
             return None
         parent = CGROUP_ROOT / own.lstrip("/")
