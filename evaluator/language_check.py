@@ -5,13 +5,17 @@ scores 0 % in the wrong column of a leaderboard. `check_language` takes a small 
 the samples (`SAMPLE_SIZE`, over as many tasks as there are) and asks real front ends
 whether each parses:
 
-- in the program the dataset language's harness builds (`Language.build`: prompt,
-  completion, tests), and, failing that, in the generic contexts below;
+- in the program the dataset language's harness builds (`Language.checked_program`:
+  prompt, completion, tests), and, failing that, in the generic contexts below;
 - only when too few parse as the dataset's language, in generic contexts of the other
-  five: the completion alone (a whole program), and the completion as the body of a
-  function the prompt would have opened (with or without the closing brace).
+  languages (`Language.syntax_contexts`): the completion alone (a whole program), and
+  the completion as the body of a function the prompt would have opened (with or
+  without the closing brace).
 
-Front ends, all syntax-only, none of which runs a line of the sample:
+Front ends, all syntax-only, none of which runs a line of the sample. Each lives in its
+language's module (`Language.check_syntax`); this module keeps what they share: the
+limits, the sandbox, and reading a parser's answer (`evaluator.languages.syntax_check`).
+The built-in languages':
 
 - Python: `ast.parse`, in process.
 - JavaScript: V8's parser through `vm.compileFunction` in one `node` process (what
@@ -42,64 +46,39 @@ then confirmation) parses nothing again.
 from __future__ import annotations
 
 import hashlib
-import inspect
-import json
 import re
-import shlex
-import shutil
-import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from threading import Lock
-from typing import Any, Protocol
+from typing import Any
 
-from evaluator.languages import get_language, lexing
+from evaluator.languages import get_language
 from evaluator.languages.base import LanguageError
-from evaluator.languages.java import FAST_JVM
 from evaluator.languages.registry import (
     canonical_name,
     display_name,
     language_class,
     language_names,
 )
-from evaluator.languages.toolchains import (
-    ToolchainError,
-    executable,
-    prebuilt,
-    run_tool,
-    version_key,
-)
+from evaluator.languages.syntax_check import CHECK_LIMITS, Answer, RunJob
+from evaluator.languages.toolchains import ToolchainError
 from evaluator.records import Problem, RunOptions, Sample
-from evaluator.sandbox.base import Backend, SandboxError, SandboxLimits
+from evaluator.sandbox.base import Backend, SandboxError
 from evaluator.sandbox.session import RunnerDied, RunnerSession
 
-__all__ = ["CHECK_LIMITS", "FRONT_ENDS", "SAMPLE_SIZE", "Answer", "LanguageCheck", "Parse",
-           "SampleSpread", "SandboxedParsers", "check_language", "front_end",
-           "close_sandboxed_parsers", "sandboxed_parsers"]
+__all__ = ["CHECK_LIMITS", "SAMPLE_SIZE", "Answer", "LanguageCheck", "Parse", "RunJob",
+           "SampleSpread", "SandboxedParsers", "check_language", "close_sandboxed_parsers",
+           "front_end", "python_parses", "sandboxed_parsers"]
 
 SAMPLE_SIZE = 20
 MAX_SOURCE_CHARS = 64_000
 """Longer completions are left out of the sample: no model writes a 64 KB function."""
 
-Answer = bool | None
-"""Whether a source parses; None when its parser could not tell (it hit a limit)."""
 Parse = Callable[[Mapping[str, list[str]]], Mapping[str, "list[Answer] | str"]]
 """Asks each language's parser about its sources: for each language the answers in the
 sources' order, or, as text, why that language was not asked."""
 
-
-class RunJob(Protocol):
-    """Runs one runner job in a sandbox (`evaluator.sandbox.runtime.runner`)."""
-
-    python: str
-    """The interpreter inside that sandbox."""
-
-    def __call__(self, job: dict[str, Any]) -> dict[str, Any]: ...
-
-
-FrontEnd = Callable[[list[str], RunJob], list[Answer]]
 
 _CACHE_LIMIT = 50_000
 _cache: dict[tuple[str, str], bool] = {}
@@ -209,7 +188,7 @@ def check_language(
         # language may still save it; the other languages are parsed at the same time.
         misses = [i for i, ok in enumerate(own) if not ok]
         slow = [lang for lang in _checkable()
-                if lang != expected and front_end(lang) in _SLOW_FRONT_ENDS]
+                if lang != expected and language_class(lang).slow_syntax_check]
         others = [lang for lang in _checkable() if lang != expected and lang not in slow]
         requests = {lang: [_generic(lang, s.completion) for s in chosen] for lang in others}
         requests[expected] = [_generic(expected, chosen[i].completion) for i in misses]
@@ -300,20 +279,9 @@ def _harness_program(language: str, problem: Problem, sample: Sample,
     if problem.language != language:
         return None
     try:
-        runner = get_language(language)
-        if language == "rust":
-            # Rust's build instruments the tests; this is the program before that.
-            head = sample.completion if sample.is_full_program else (
-                runner.prefix(problem, options) + sample.completion)
-            return head + "\n" + runner.test_text(problem, options)
-        built = runner.build(problem, sample, options)  # type: ignore[attr-defined]
+        return get_language(language).checked_program(problem, sample, options)
     except (LanguageError, ValueError, KeyError, IndexError, AttributeError):
         return None
-    if isinstance(built, tuple):
-        return str(built[0])
-    # Go's build instruments the tests; `plain` is the program CodeGeeX assembles.
-    text = getattr(built, "plain", "") or getattr(built, "program", "")
-    return str(text) or None
 
 
 _FENCE = re.compile(r"^[ \t]*```[\w+#.-]*[ \t]*\n(.*?)(?:^[ \t]*```|\Z)", re.DOTALL | re.MULTILINE)
@@ -321,43 +289,12 @@ _FENCE = re.compile(r"^[ \t]*```[\w+#.-]*[ \t]*\n(.*?)(?:^[ \t]*```|\Z)", re.DOT
 
 def _generic(language: str, completion: str) -> list[str]:
     """The completion as a whole program, and as the body of a function a prompt opened,
-    in the grammar of the language's front end.
+    in the grammar of the language's front end (`Language.syntax_contexts`).
 
     A markdown fence around the code is taken off first: it says nothing about the
     language of the code inside, and three backquotes are valid JavaScript."""
     fenced = _FENCE.search(completion)
-    c = fenced.group(1) if fenced else completion
-    grammar = front_end(language)
-    if grammar == "ast":
-        return [c, "def _f():\n" + c, textwrap.dedent(c)]
-    if grammar == "node":
-        return [c, "function _f() {\n" + c, "function _f() {\n" + c + "\n}"]
-    if grammar == "g++":
-        # One context, not three: each costs a compiler front end. A body the prompt
-        # opened closes one brace more than it opens.
-        closed = c.count("}") > c.count("{")
-        return ["auto _f() {\n" + c + ("" if closed else "\n}")]
-    if grammar == "javac":
-        # By the braces it closes: a method's body and its class, or the body alone,
-        # or whole members or classes (javac's start-up is paid per run, its files not).
-        blanked = lexing.blank(c, "java")
-        closes = blanked.count("}") - blanked.count("{")
-        method = "class _C {\nObject _f() {\n" + c
-        if closes >= 2:
-            return [method]
-        if closes == 1:
-            return [method + "\n}"]
-        whole = c if re.search(r"\b(?:class|interface|enum|record)\b", blanked) else (
-            "class _C {\n" + c + "\n}")
-        return [whole, method + "\n}\n}"]
-    if grammar == "gofmt":
-        if re.match(r"\s*(//[^\n]*\n\s*)*package\b", c):
-            return [c]
-        return ["package p\n" + c, "package p\nfunc _f() {\n" + c,
-                "package p\nfunc _f() {\n" + c + "\n}"]
-    if grammar == "rustfmt":
-        return [c, "fn _f() {\n" + c, "fn _f() {\n" + c + "\n}"]
-    return [c]
+    return get_language(language).syntax_contexts(fenced.group(1) if fenced else completion)
 
 
 # -- asking the front ends, through a cache -----------------------------------------------
@@ -407,397 +344,21 @@ def _digest(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-# -- the front ends, each a job for a sandboxed runner ------------------------------------
-CHECK_LIMITS = SandboxLimits.for_timeout(10.0, memory_mb=1024, processes=64,
-                                         file_size_mb=16, scratch_mb=128)
-"""Each parser's limits, as for any program: a front end that needs more than this on a
-completion of at most `MAX_SOURCE_CHARS` (a template or `constexpr` bomb) is stopped, and
-its sources are left undecided."""
-STORED_OUTPUT = 60_000
-"""A little under what the runner keeps of a step's output: more means it was cut."""
-_LIMIT_WORDS = ("Killed signal|out of memory|memory exhausted|OutOfMemoryError|"
-                "Cannot allocate memory|cannot allocate")
-"""What a parser says when it ran out of memory rather than found an error."""
-
-_TOOLS = {
-    # tool: (the compiler the language module runs, its variable, its preferred paths)
-    "g++": ("g++", "EVALUATOR_CXX", ("/usr/bin/g++",)),
-    "javac": ("javac", "EVALUATOR_JAVAC", ("/usr/lib/jvm/java-17-openjdk-amd64/bin/javac",)),
-    "node": ("node", "EVALUATOR_NODE", ("/usr/bin/node",)),
-    "gofmt": ("go", "EVALUATOR_GO", ("/usr/bin/go", "/usr/lib/go/bin/go")),
-    "rustfmt": ("rustc", "EVALUATOR_RUSTC", ("/usr/bin/rustc",)),
-}
-
-
-def _tool(name: str) -> str:
-    """The parser that belongs to the toolchain the evaluator itself runs: gofmt beside
-    the configured go, rustfmt beside rustc; else the first on PATH."""
-    compiler, variable, preferred = _TOOLS[name]
-    found = executable(compiler, variable, preferred)
-    if found is not None:
-        beside = Path(found).resolve().parent / name
-        if name == compiler:
-            return found
-        if beside.is_file():
-            return str(beside)
-    path = shutil.which(name)
-    if path is None:
-        raise ToolchainError(f"{name} is not installed")
-    return path
-
-
-def _writable(source: str) -> str:
-    """`source` as text a file can hold: a lone surrogate becomes U+FFFD."""
-    return source.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-
-
-def _source_files(sources: list[str], suffix: str) -> dict[str, str]:
-    return {f"s{i}{suffix}": _writable(source) for i, source in enumerate(sources)}
-
-
-def _tool_step(argv: Sequence[str], pattern: str, *, address_space: bool = True
-               ) -> dict[str, Any]:
-    """A step that runs a parser and prints "status N", then only the lines of its output
-    that match `pattern`: the runner keeps 64 KB of a step's output, and a parser that
-    meets Python in a C++ file says far more than that, mostly notes."""
-    script = (f"{shlex.join(argv)} >out.txt 2>err.txt; echo \"status $?\"; "
-              f"cat out.txt err.txt | grep -E -e {shlex.quote(pattern + '|' + _LIMIT_WORDS)} "
-              "| cut -c1-300; exit 0")
-    return {"name": "parse", "argv": ["/bin/sh", "-c", script],
-            "limits": CHECK_LIMITS.to_dict(), "address_space_limit": address_space,
-            "continue_on_failure": True}
-
-
-def _finished(step: Mapping[str, Any]) -> bool:
-    """Whether the step ran to its end (no limit, no signal ended it)."""
-    return not (step.get("timed_out") or step.get("cpu_timed_out") or step.get("oom_killed")
-                or step.get("output_exceeded") or step.get("signal"))
-
-
-def _tool_output(step: Mapping[str, Any] | None, *,
-                 failure_says: str | None = None) -> str | None:
-    """What a `_tool_step` printed after its status, or None when the parser did not
-    finish: a limit stopped it, it ran out of memory, or what it said was cut.
-
-    With `failure_says` (a parser whose every failure names a line, as g++'s `error:`
-    does), a failing status with no such line is no answer either: the parser stopped
-    for a reason it did not say, such as memory running out before it could print that
-    it had (seen once in a few hundred template bombs, under load)."""
-    if step is None or not _finished(step):
-        return None
-    status, _, rest = str(step.get("stdout") or "").partition("\n")
-    matched = re.fullmatch(r"status (\d+)", status)
-    if matched is None or int(matched.group(1)) >= 128 or len(rest) >= STORED_OUTPUT:
-        return None
-    if re.search(_LIMIT_WORDS, rest):
-        return None
-    if (failure_says is not None and int(matched.group(1)) != 0
-            and not re.search(failure_says, rest)):
-        return None
-    return rest
-
-
-def _steps(answer: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    steps = answer.get("steps")
-    return [step for step in steps if isinstance(step, Mapping)] if isinstance(steps, list) else []
-
-
-def _failing(output: str, pattern: str) -> set[int]:
-    return {int(m.group(1)) for m in re.finditer(pattern, output, re.MULTILINE)}
-
-
-def _each_alone(sources: list[str], run: RunJob, suffix: str,
-                step_for: Callable[[str], dict[str, Any]],
-                failed: Callable[[str, int], bool]) -> list[Answer]:
-    """Parse every source in a step of its own, after a batch that hit a limit: one bomb
-    is then left undecided, and the others are answered."""
-    answer = run({"kind": "command", "files": _source_files(sources, suffix),
-                  "steps": [step_for(f"s{i}{suffix}") for i in range(len(sources))]})
-    steps = _steps(answer)
-    answers: list[Answer] = []
-    for i in range(len(sources)):
-        output = _tool_output(steps[i]) if i < len(steps) else None
-        answers.append(None if output is None else not failed(output, i))
-    return answers
-
-
-def _batched(sources: list[str], run: RunJob, *, suffix: str, argv: Callable[[list[str]],
-             list[str]], pattern: str, failing: str, address_space: bool = True,
-             extra_files: Mapping[str, str] | None = None) -> list[Answer]:
-    """All sources in one parser run, each in its file; the files named by `failing`'s
-    group in the matched output do not parse. Should that run hit a limit, each source
-    is parsed alone."""
-    files = {**_source_files(sources, suffix), **(extra_files or {})}
-    names = [f"s{i}{suffix}" for i in range(len(sources))]
-    answer = run({"kind": "command", "files": files,
-                  "steps": [_tool_step(argv(names), pattern, address_space=address_space)]})
-    steps = _steps(answer)
-    output = _tool_output(steps[0]) if steps else None
-    if output is not None:
-        bad = _failing(output, failing)
-        return [i not in bad for i in range(len(sources))]
-    if len(sources) == 1:
-        return [None]
-    return _each_alone(
-        sources, run, suffix,
-        lambda name: _tool_step(argv([name]), pattern, address_space=address_space),
-        lambda output, i: bool(_failing(output, failing.replace(r"(\d+)", f"({i})"))))
-
 
 def python_parses(sources: list[str]) -> list[bool]:
-    """Whether each source parses as Python, by `ast`: it runs no line of a source. The
-    sandbox runs it as a script (`_PYTHON_SCRIPT`); the web process calls it itself."""
-    import ast
+    """Python's parser run in this process, for the web app, which needs no sandbox to
+    run `ast` (`evaluator.languages.python.python_parses`)."""
+    from evaluator.languages.python import python_parses as parses
 
-    answers = []
-    for source in sources:
-        try:
-            ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            answers.append(False)
-        else:
-            answers.append(True)
-    return answers
+    return parses(sources)
 
-
-_PYTHON_SCRIPT = "import json, sys\n" + inspect.getsource(python_parses) + """
-with open("sources.json", encoding="utf-8") as handle:
-    sys.stdout.write(json.dumps(python_parses(json.load(handle))))
-"""
-
-
-def _json_answers(answer: Mapping[str, Any], count: int) -> list[Answer]:
-    """The list of booleans a script printed; every source undecided when it did not
-    finish (a source that makes the parser hit a limit)."""
-    steps = _steps(answer)
-    if not steps or not _finished(steps[0]) or steps[0].get("exit_code") != 0:
-        return [None] * count
-    try:
-        said = json.loads(str(steps[0].get("stdout") or ""))
-    except json.JSONDecodeError:
-        return [None] * count
-    if not isinstance(said, list) or len(said) != count:
-        return [None] * count
-    return [bool(a) for a in said]
-
-
-def _parse_by_script(sources: list[str], run: RunJob, argv: list[str], script_name: str,
-                     script: str) -> list[Answer]:
-    """A script that reads `sources.json` and prints whether each source parses; should
-    it hit a limit on the whole list, it is asked about each source alone."""
-    def job(part: list[str]) -> dict[str, Any]:
-        return {"kind": "command",
-                "files": {script_name: script, "sources.json": json.dumps(
-                    [_writable(source) for source in part])},
-                "steps": [{"name": "parse", "argv": [*argv, script_name],
-                           "limits": CHECK_LIMITS.to_dict(), "address_space_limit": False}]}
-
-    answers = _json_answers(run(job(sources)), len(sources))
-    if len(sources) > 1 and None in answers:
-        answers = [_json_answers(run(job([source])), 1)[0] for source in sources]
-    return answers
-
-
-def _parse_python(sources: list[str], run: RunJob) -> list[Answer]:
-    return _parse_by_script(sources, run, [run.python, "-I", "-S"], "check.py",
-                            _PYTHON_SCRIPT)
-
-
-_NODE_SCRIPT = r"""
-const fs = require("fs");
-const vm = require("vm");
-const params = ["exports", "require", "module", "__filename", "__dirname"];
-const answers = JSON.parse(fs.readFileSync("sources.json", "utf8")).map((source) => {
-  try { vm.compileFunction(source, params); return true; } catch (e) { return false; }
-});
-process.stdout.write(JSON.stringify(answers));
-"""
-
-
-def _parse_js(sources: list[str], run: RunJob) -> list[Answer]:
-    return _parse_by_script(sources, run, [_tool("node")], "check.js", _NODE_SCRIPT)
-
-
-def _parse_go(sources: list[str], run: RunJob) -> list[Answer]:
-    gofmt = _tool("gofmt")
-    return _batched(sources, run, suffix=".go", argv=lambda names: [gofmt, "-e", "-l", *names],
-                    pattern=r"^s[0-9]+\.go:", failing=r"^s(\d+)\.go:")
-
-
-def _parse_rust(sources: list[str], run: RunJob) -> list[Answer]:
-    rustfmt = _tool("rustfmt")
-    return _batched(sources, run, suffix=".rs",
-                    argv=lambda names: [rustfmt, "--check", "--edition", "2021", "--color",
-                                        "never", *names],
-                    pattern=r"--> ", failing=r"--> .*?s(\d+)\.rs:")
-
-
-def _parse_java(sources: list[str], run: RunJob) -> list[Answer]:
-    javac = _tool("javac")
-    fast = [f"-J{flag}" for flag in FAST_JVM]
-    return _batched(sources, run, suffix=".java",
-                    argv=lambda names: [javac, *fast, "-proc:none", "-encoding", "UTF-8",
-                                        "-Xmaxerrs", "100000", "-XDshould-stop.ifError=PARSE",
-                                        "-XDshould-stop.ifNoError=PARSE", "-d", "out", *names],
-                    pattern=r"^s[0-9]+\.java:[0-9]+: error:",
-                    failing=r"^s(\d+)\.java:\d+: error:", address_space=False)
-
-
-# g++ reports grammar errors in these words; an undeclared name or a type mismatch does
-# not make a sample some other language.
-_CPP_SYNTAX = re.compile(
-    r"expected|stray|missing terminating|unterminated|does not name a type|"
-    r"invalid preprocessing directive|#include expects|extra qualification"
-)
-_CPP_ERROR = re.compile(r"^s(\d+)\.cpp:(\d+):(\d+): error: (.*)$", re.MULTILINE)
-_CPP_PATTERN = r": (fatal )?error: "
-_UNDECLARED = re.compile(r"^.(\w+). was not declared in this scope")
-# After an undeclared name g++ skips the rest of the statement, hiding any grammar error
-# there; a name followed by another word or by `!` (not `!=`) is prose, not C++.
-_NOT_AFTER_A_NAME = re.compile(r"\s*(?:[A-Za-z_$@`#\\'\"]|!(?!=))")
-
-
-def _cpp_header() -> Path:
-    """The precompiled `<bits/stdc++.h>`, built once on the host from the compiler's own
-    headers (no upload's text goes into it), in the cache the C++ sandbox mounts."""
-    gxx = _tool("g++")
-    version = run_tool([gxx, "-dumpfullversion"], timeout=60).strip()
-
-    def build(work: Path) -> None:
-        (work / "check.h").write_text("#include <bits/stdc++.h>\nusing namespace std;\n")
-        run_tool([gxx, "-std=c++17", "-x", "c++-header", "check.h", "-o", "check.h.gch"],
-                 cwd=work, timeout=600)
-
-    return prebuilt("language-check-cpp", version_key(version, "c++17", "v1"), build,
-                    keep=2) / "check.h"
-
-
-def _parse_cpp(sources: list[str], run: RunJob) -> list[Answer]:
-    """Sources in one translation unit, each in a namespace of its own under its own file
-    name (`#line`), so the compiler starts once rather than once per source.
-
-    A source must not leak into the next: braces it leaves open are closed after it, and
-    one that could swallow what follows (an open comment, `#if`, a raw string) is parsed
-    in a file of its own; so is every source when the batch fails as a whole."""
-    gxx = _tool("g++")
-    header = _cpp_header()
-    sources = [_writable(_cpp_safe(source)) for source in sources]
-
-    def step(files: list[str]) -> dict[str, Any]:
-        return _tool_step([gxx, "-std=c++17", "-fsyntax-only", "-fdiagnostics-color=never",
-                           "-fno-diagnostics-show-caret", "-w", "-include", str(header),
-                           *files], _CPP_PATTERN)
-
-    alone = [i for i, source in enumerate(sources) if _cpp_leaky(source)]
-    together = [i for i in range(len(sources)) if i not in alone]
-    answers: list[Answer] = [True] * len(sources)
-    if together:
-        answer = run({"kind": "command",
-                      "files": {"batch.cpp": _cpp_batch(sources, together)},
-                      "steps": [step(["batch.cpp"])]})
-        steps = _steps(answer)
-        batch = _tool_output(steps[0], failure_says=_CPP_PATTERN) if steps else None
-        if (batch is None or "fatal error" in batch
-                or re.search(r"^batch\.cpp:\d+:\d+: error", batch, re.M)):
-            alone = list(range(len(sources)))  # the batch itself failed: ask one by one
-        else:
-            for i in _cpp_failures(batch, sources):
-                answers[i] = False
-    if alone:
-        files = {f"s{i}.cpp": sources[i] for i in alone}
-        answer = run({"kind": "command", "files": files,
-                      "steps": [step([f"s{i}.cpp"]) for i in alone]})
-        steps = _steps(answer)
-        for k, i in enumerate(alone):
-            output = (_tool_output(steps[k], failure_says=_CPP_PATTERN)
-                      if k < len(steps) else None)
-            answers[i] = None if output is None else not _cpp_failures(output, sources)
-    return answers
-
-
-_LOCAL_INCLUDE = re.compile(
-    r'^[ \t]*#[ \t]*include[ \t]*(?:"[^"\n]*"|<[ \t]*/[^>\n]*>|<[^>\n]*\.\.[^>\n]*>)',
-    re.MULTILINE)
-
-
-def _cpp_safe(source: str) -> str:
-    """The source without `#include "..."` or an absolute or `..` path: a completion has
-    no business reading files (`#include "/dev/zero"` never ends). The sandbox is what
-    keeps the host's files out of reach (a macro can name an include); this keeps the
-    answer about the completion's own text."""
-    return _LOCAL_INCLUDE.sub("", source)
-
-
-def _cpp_leaky(source: str) -> bool:
-    return (source.count("/*") != source.count("*/") or 'R"' in source
-            or re.search(r"^\s*#\s*(?:if|ifdef|ifndef|define|line)\b", source,
-                         re.MULTILINE) is not None)
-
-
-def _cpp_batch(sources: list[str], indices: list[int]) -> str:
-    """The chosen sources' `#include`s hoisted to the top (the precompiled header already
-    holds the standard ones), each source's rest in `namespace _sN`, line numbers kept."""
-    includes: list[str] = []
-    parts: list[str] = []
-    for i in indices:
-        lines = sources[i].split("\n")
-        for k, line in enumerate(lines):
-            if re.match(r"\s*#\s*include\b", line):
-                includes.append(line)
-                lines[k] = ""
-        text = "\n".join(lines)
-        blanked = lexing.blank(text, "cpp")
-        missing = blanked.count("{") - blanked.count("}")
-        # A string or character literal left open ends at its line: a newline ends it.
-        parts.append(f'namespace _s{i} {{\n#line 1 "s{i}.cpp"\n{text}\n'
-                     + "}" * max(missing, 0) + "\n}\n")
-    return "\n".join(dict.fromkeys(includes)) + "\n" + "".join(parts)
-
-
-def _cpp_failures(errors: str, sources: list[str]) -> set[int]:
-    return {int(m.group(1)) for m in _CPP_ERROR.finditer(errors)
-            if _cpp_grammar_error(sources[int(m.group(1))], int(m.group(2)), m.group(4))}
-
-
-def _cpp_grammar_error(source: str, line: int, message: str) -> bool:
-    if _CPP_SYNTAX.search(message):
-        return True
-    undeclared = _UNDECLARED.match(message)
-    if undeclared is None:
-        return False
-    lines = source.split("\n")
-    text = lines[line - 1] if 0 < line <= len(lines) else ""
-    at = re.search(rf"\b{re.escape(undeclared.group(1))}\b", text)
-    if at is not None and _NOT_AFTER_A_NAME.match(text, at.end()) is not None:
-        return True
-    # g++ skips to the next `;` after an undeclared name, so code without semicolons
-    # (Python's `total = 0`) reports nothing more: a C++ line ends a statement, opens or
-    # closes a block, or continues an expression.
-    end = lexing.blank(text, "cpp").split("//")[0].rstrip()
-    if not end or end[-1] in ";{},([=+-*/%&|^<>?:!~\\":
-        return False
-    return not (end.endswith(")") and re.match(r"\s*(?:}\s*)?(?:else\s+)?(?:if|for|while|"
-                                              r"switch)\b", text))
-
-
-FRONT_ENDS: dict[str, FrontEnd] = {
-    "ast": _parse_python, "node": _parse_js, "gofmt": _parse_go, "rustfmt": _parse_rust,
-    "javac": _parse_java, "g++": _parse_cpp,
-}
-"""The syntax-only parsers, by the name a language gives as its `syntax_check`. Each
-answers, for many sources at once, whether each one parses (None: it could not tell),
-running its parser only through the runner jobs it is given."""
-
-_SLOW_FRONT_ENDS = frozenset({"g++"})
-"""Parsers slow enough to be asked only when the others leave a sample unexplained."""
 
 
 def front_end(language: str) -> str | None:
     """The name of the front end that parses `language` (its `syntax_check`); None for
     a language this check does not know how to parse."""
     key = canonical_name(language)
-    name = language_class(key).syntax_check if key is not None else None
-    return name if name in FRONT_ENDS else None
+    return language_class(key).syntax_check if key is not None else None
 
 
 def _checkable() -> list[str]:
@@ -824,6 +385,10 @@ class _SessionRun:
                 return {"steps": []}
 
 
+POOL_THREADS = 16
+"""Languages parsed at the same time, at most (each waits on its own sandbox)."""
+
+
 class SandboxedParsers:
     """`Parse` by the front ends in the evaluator's sandbox, as programs are run: one
     long-lived runner per language (its toolchain mounted as for a run), started on first
@@ -834,14 +399,22 @@ class SandboxedParsers:
         self._backend = backend if isinstance(backend, Backend) else None
         self._runs: dict[str, _SessionRun] = {}
         self._lock = Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     def __call__(self, requests: Mapping[str, list[str]]) -> dict[str, list[Answer] | str]:
         if not requests:
             return {}
-        with ThreadPoolExecutor(max_workers=len(requests)) as pool:
-            futures = {language: pool.submit(self.parse, language, sources)
-                       for language, sources in requests.items()}
-            return {language: future.result() for language, future in futures.items()}
+        with self._lock:
+            # A runner is started by the thread that first asks its language, and bwrap
+            # (`--die-with-parent`) ends it when that thread ends: the threads live as
+            # long as the runners, not one call.
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=POOL_THREADS,
+                                                thread_name_prefix="language-check")
+            pool = self._pool
+        futures = {language: pool.submit(self.parse, language, sources)
+                   for language, sources in requests.items()}
+        return {language: future.result() for language, future in futures.items()}
 
     def parse(self, language: str, sources: list[str]) -> list[Answer] | str:
         """Whether each source parses as `language`; why not asked, as text, when its
@@ -850,7 +423,7 @@ class SandboxedParsers:
         if name is None:
             return f"{display_name(language)} has no parser here"
         try:
-            return FRONT_ENDS[name](sources, self._run(language))
+            return get_language(language).check_syntax(sources, self._run(language))
         except (ToolchainError, SandboxError, LanguageError, OSError) as exc:
             return str(exc) or type(exc).__name__
 
@@ -872,9 +445,12 @@ class SandboxedParsers:
         with self._lock:
             runs = list(self._runs.values())
             self._runs.clear()
+            pool, self._pool = self._pool, None
         for run in runs:
             with run.lock:
                 run.session.close()
+        if pool is not None:
+            pool.shutdown(wait=False)
 
 
 _local_parsers: dict[str, SandboxedParsers] = {}

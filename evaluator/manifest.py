@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.engine import RUNTIME_FINGERPRINT
+from evaluator.languages import LanguageError, get_language
 from evaluator.profiles import get_profile
 from evaluator.records import HARNESS_VERSION, RunOptions
 from evaluator.sandbox.base import Backend
@@ -45,42 +46,6 @@ class ManifestDifference:
     old: Any
     new: Any
 
-
-def _tool_path(language: str) -> str | None:
-    """Where the evaluator finds `language`'s compiler or interpreter (the languages'
-    own lookups, which the engine has already made when it evaluated the language)."""
-    if language == "cpp":
-        from evaluator.languages import cpp
-
-        return cpp.compiler().path
-    if language == "java":
-        from evaluator.languages import java
-
-        return java.jdk().javac
-    if language == "go":
-        from evaluator.languages import go
-
-        return str(go.toolchain().goroot / "bin" / "go")
-    if language == "rust":
-        from evaluator.languages import rust
-
-        return rust.toolchain().rustc
-    if language == "js":
-        from evaluator.languages import js
-
-        return js._node()[0]
-    return None
-
-
-VERSION_ARGS: dict[str, tuple[str, ...]] = {
-    "python": ("--version",),
-    "cpp": ("--version",),
-    "java": ("-version",),
-    "go": ("version",),
-    "rust": ("--version",),
-    "js": ("--version",),
-}
-"""What each toolchain is asked for its version: its own command line's first line."""
 
 SANDBOX_VERSION_ARGS: dict[str, tuple[str, ...]] = {
     "bwrap": ("bwrap", "--version"),
@@ -116,14 +81,19 @@ def _versioned(path: str, args: tuple[str, ...]) -> dict[str, Any]:
 
 
 def toolchain_version(language: str, *, python: str = sys.executable) -> dict[str, Any]:
-    """`{"path", "command", "version"}` of the toolchain that runs `language` here, or
-    `{"error"}` when it cannot be asked. `python` is the interpreter the sandbox backend
-    runs Python programs with (`Backend.python()`). Asked once per process and tool."""
-    args = VERSION_ARGS.get(language)
-    if args is None:
+    """`{"path", "command", "version"}` of the toolchain that runs `language` here (the
+    language's `tool_path` asked with its `version_args`), or `{"error"}` when it cannot
+    be asked. `python` is the interpreter the sandbox backend runs Python programs with
+    (`Backend.python()`). Asked once per process and tool."""
+    try:
+        runner = get_language(language)
+    except LanguageError:
+        runner = None
+    args = runner.version_args if runner is not None else None
+    if runner is None or args is None:
         return {"error": f"no version command is known for {language!r}"}
     try:
-        path = python if language == "python" else _tool_path(language)
+        path = runner.tool_path(python=python)
     except Exception as exc:  # a missing toolchain is reported, never raised from here
         return {"error": f"{type(exc).__name__}: {exc}"}
     if path is None:

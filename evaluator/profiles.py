@@ -8,8 +8,9 @@ point, and every result records the profile that judged it.
 
 A profile acts in three places:
 
-- **before execution**, on the text (`postprocess`) and on the job (`java_assertions`,
-  `go_vet`): what is run differs, so such samples are executed again under it;
+- **before execution**, on the text (`postprocess`) and on the job (the settings a
+  language declares, `Language.profile_knobs`: Java's `java_assertions`, Go's `go_vet`):
+  what is run differs, so such samples are executed again under it;
 - **on the time limit** (`time_limit`): applied to the CPU time the program used, which
   every result records, so a stricter limit needs no new execution;
 - **on the verdict** (`pass_rule`, `lingering_work_times_out`): applied to the facts
@@ -23,12 +24,11 @@ new profile's, are run again (`needs_execution`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from evaluator.records import SampleResult
+from evaluator.records import Problem, SampleResult
 
 PassRule = Literal["tests", "exit_zero", "exit_zero_quiet"]
 """`tests`: every test ran and passed and the program ended normally (ours; for Python's
@@ -40,10 +40,6 @@ and the program exited with status 0, even before all its tests ran (CodeGeeX, M
 LingeringWork = Literal["threads", "processes", "output"]
 """Work a program left running when its tests had ended (`lingering_work`)."""
 
-ASSERT_WORD = re.compile(r"\bassert\b")
-"""A Java program without this word runs the same with and without `-ea`, so its
-execution is shared between profiles that differ only in that flag."""
-
 UNDECIDED_STATUSES = ("sandbox_error",)
 
 LimitSource = Literal["profile", "default", "user", "server"]
@@ -53,6 +49,30 @@ setting an operator made on purpose (`EVALUATOR_TIMEOUT_SECONDS`). The last two 
 overrides: a run under one does not count as run under its profile's rules."""
 LIMIT_OVERRIDES: tuple[LimitSource, ...] = ("user", "server")
 """Statuses no profile rule can overrule: nothing was learned about the program."""
+
+
+@dataclass(frozen=True)
+class ProfileKnob:
+    """A harness profile's setting that changes the program a language runs (Java's
+    `-ea`, Go's vet): a sample of that language is run again, not re-judged, when a
+    profile gives the setting another value (`evaluator.rescoring`)."""
+
+    name: str
+    """The setting's name: a `Profile` field (`java_assertions`), or a key of a
+    profile's `settings` for a language that brings its own."""
+    default: Any
+    """Its value under a profile that does not set it."""
+    enabled: str
+    """How a change to a true value is named, after the profile's name: `runs Java
+    with -ea`."""
+    disabled: str
+    """How a change to a false value is named."""
+    matters: Callable[[Problem, str], bool] | None = None
+    """Whether the setting can change the program for a problem and a completion (Java
+    without `assert` runs the same either way); None: always."""
+
+    def reason(self, value: Any) -> str:
+        return self.enabled if value else self.disabled
 
 
 @dataclass(frozen=True)
@@ -93,6 +113,9 @@ class Profile:
     fact) is a timeout: it did not end. False: the verdict stands, as under the reference
     harnesses, whose verdict does not wait for that work; the result is flagged either way."""
     points: tuple[Point, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    """Values of settings a language declares (`Language.profile_knobs`) that have no
+    field of their own here; a setting absent from both takes the knob's default."""
 
     @property
     def label(self) -> str:
@@ -103,6 +126,14 @@ class Profile:
 
     def pass_rule(self, language: str) -> PassRule:
         return self.pass_rules.get(language, self.pass_rules.get("*", "tests"))
+
+    def setting(self, knob: ProfileKnob) -> Any:
+        """This profile's value of a language's setting: its field of that name (the
+        built-in languages' `java_assertions`, `go_vet`...), else `settings`, else the
+        knob's default."""
+        if knob.name in _FIELD_NAMES:
+            return getattr(self, knob.name)
+        return self.settings.get(knob.name, knob.default)
 
     def prepare_text(self, completion: str, language: str) -> str:
         """The completion as this profile's harness would run it."""
@@ -171,6 +202,9 @@ class Profile:
                        facts={**facts, "strict": {"status": strict[0],
                                                    "error_type": strict[1],
                                                    "message": strict[2]}})
+
+
+_FIELD_NAMES = frozenset(f.name for f in fields(Profile))
 
 
 def _exit_status_of(uncaught: Mapping[str, Any] | None) -> int:

@@ -3,9 +3,10 @@
 A result records the facts of its execution (`SampleResult.facts`), so most samples are
 re-judged under another profile without running anything (`Profile.rejudge`). A sample is
 run again only when the new profile runs a different program for it (post-processing,
-Java's `-ea`, Go's vet) or gives it more time than the limit it was stopped at
-(`Profile.needs_execution`). The comparison then lists, per profile, pass@k and the
-problems whose verdict depends on the profile, each with the reason.
+or a setting its language declares in `Language.profile_knobs`: Java's `-ea`, Go's vet)
+or gives it more time than the limit it was stopped at (`Profile.needs_execution`). The
+comparison then lists, per profile, pass@k and the problems whose verdict depends on the
+profile, each with the reason.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from evaluator.engine import Engine
+from evaluator.languages import registry
 from evaluator.metrics import pass_at_k
-from evaluator.profiles import ASSERT_WORD, Profile, get_profile
+from evaluator.profiles import Profile, ProfileKnob, get_profile
 from evaluator.records import Problem, Sample, SampleResult, task_order
 
 EngineFactory = Callable[[Profile], Engine]
@@ -79,17 +81,22 @@ def _why_run_again(sample: Sample, result: SampleResult, problems: Mapping[str, 
     text = sample.completion
     if before.prepare_text(text, language) != profile.prepare_text(text, language):
         return f"{profile.name}'s post-processing changes the text"
-    if (language == "java" and before.java_assertions != profile.java_assertions
-            and ASSERT_WORD.search(problem.prompt + text + problem.test)):
-        return f"{profile.name} runs Java {'with' if profile.java_assertions else 'without'} -ea"
-    if language == "go" and before.go_vet != profile.go_vet:
-        return f"{profile.name} runs Go {'with' if profile.go_vet else 'without'} go vet"
-    if language == "go" and before.go_imports_by_text != profile.go_imports_by_text:
-        return f"{profile.name} chooses Go's helper imports another way"
+    for knob in _knobs(language):
+        value = profile.setting(knob)
+        if before.setting(knob) != value and (knob.matters is None
+                                              or knob.matters(problem, text)):
+            return f"{profile.name} {knob.reason(value)}"
     if problem.call_cases and before.input_time_limits != profile.input_time_limits:
         return (f"{profile.name} limits each input's time" if profile.input_time_limits
                 else f"{before.name}'s per-input time limits decided this verdict")
     return profile.needs_execution(result)
+
+
+def _knobs(language: str) -> tuple[ProfileKnob, ...]:
+    """The profile settings that change how `language`'s programs run (none for a
+    language this process does not know)."""
+    cls = registry.language_class(language) if registry.canonical_name(language) else None
+    return cls.profile_knobs if cls is not None else ()
 
 
 # -- comparing profiles ---------------------------------------------------------------

@@ -18,7 +18,8 @@ For Python two rules bound it:
   indentation. A repair that would drop one of its statements is not made; if nothing
   else helps, the text is left as the model wrote it.
 
-Other languages only lose markdown fences and the prose around them.
+Other languages only lose markdown fences and the prose around them. A language says
+which of these applies to it (`Language.sanitizer`, a key of `SANITIZERS`).
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ import re
 import textwrap
 import tokenize
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from evaluator.languages.registry import fence_tags
+from evaluator.languages.registry import canonical_name, fence_tags, language_class
 from evaluator.records import Problem
 
-__all__ = ["REFERENCE_CLEANUP", "SANITIZER_VERSION", "ReferenceCleanup", "sanitize",
-           "sanitize_by_default"]
+__all__ = ["REFERENCE_CLEANUP", "SANITIZER_VERSION", "SANITIZERS", "ReferenceCleanup",
+           "sanitize", "sanitize_by_default"]
 
 SANITIZER_VERSION = "1"
 """Recorded in every run's manifest (`evaluator.manifest`). Bump it with any change that can
@@ -109,10 +111,24 @@ def sanitize(
     `full_program` is for layouts whose text is the whole program (EvalPlus `solution`,
     BabelCode `code`): it is checked on its own instead of after the prompt.
     """
-    if problem.language == "python":
-        prompt = "" if full_program else problem.prompt
-        return _PythonSanitizer(prompt, problem.entry_point).run(raw)
+    known = canonical_name(problem.language)
+    way = language_class(known).sanitizer if known is not None else "fences"
+    return SANITIZERS[way](raw, problem, full_program)
+
+
+def _python(raw: str, problem: Problem, full_program: bool) -> tuple[str, tuple[str, ...]]:
+    prompt = "" if full_program else problem.prompt
+    return _PythonSanitizer(prompt, problem.entry_point).run(raw)
+
+
+def _fences(raw: str, problem: Problem, full_program: bool) -> tuple[str, tuple[str, ...]]:
     return _strip_fences_and_chatter(raw, fence_tags(problem.language))
+
+
+Sanitizer = Callable[[str, Problem, bool], tuple[str, tuple[str, ...]]]
+
+SANITIZERS: dict[str, Sanitizer] = {"fences": _fences, "python": _python}
+"""The ways of cleaning raw output, by the name a language gives as its `sanitizer`."""
 
 
 @dataclass(frozen=True)

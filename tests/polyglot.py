@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from evaluator import language_check
-from evaluator.languages.registry import language_names
+from evaluator.languages.registry import get_language, language_names
 from evaluator.languages.toolchains import ToolchainError
 
 _PREFIX = {"python": "Python", "cpp": "CPP", "java": "Java", "js": "JavaScript", "go": "Go",
@@ -202,10 +202,11 @@ def require_parser(language: str) -> None:
     """Skip (in CI: fail) the calling test unless `language`'s parser is installed (a
     front end that is a program; Python's is in process)."""
     parser = language_check.front_end(language)
-    if parser not in language_check._TOOLS:
+    runner = get_language(language)
+    if parser is None or runner.toolchain is None:
         return
     try:
-        language_check._tool(parser)
+        runner.toolchain.beside(parser)
     except ToolchainError as exc:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"the {language} parser must be installed in CI: {exc}")

@@ -14,9 +14,10 @@ import signal
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
-from evaluator.languages.toolchains import ToolchainError
+from evaluator.languages.toolchains import Tool, ToolchainError
+from evaluator.profiles import ProfileKnob
 from evaluator.records import (
     HARNESS_VERSION,
     Problem,
@@ -30,6 +31,9 @@ from evaluator.records import (
     content_hash,
 )
 from evaluator.sandbox.base import Mount, SandboxLimits
+
+if TYPE_CHECKING:
+    from evaluator.languages.syntax_check import Answer, RunJob
 
 OUTPUT_KEEP = 4000
 """Characters of stdout and stderr kept in a result."""
@@ -120,8 +124,22 @@ class Language(ABC):
     line, whose first non-empty group is the function's name: how a dataset that does not
     name its entry point is read (`evaluator.datasets.signatures`)."""
     syntax_check: ClassVar[str | None] = None
-    """The syntax-only front end (`evaluator.language_check.FRONT_ENDS`) that tells
+    """The name of its syntax-only front end (`gofmt`), which `check_syntax` runs to tell
     whether an upload's code is written in it; None: uploads are not checked."""
+    slow_syntax_check: ClassVar[bool] = False
+    """Its front end is slow enough (g++) to be asked only when the other languages leave
+    a sample unexplained."""
+    toolchain: ClassVar[Tool | None] = None
+    """Where its compiler or interpreter is found (None: it has none of its own)."""
+    version_args: ClassVar[tuple[str, ...] | None] = ("--version",)
+    """What the manifest asks that program for its version (the first line it prints);
+    None: no version is recorded."""
+    profile_knobs: ClassVar[tuple[ProfileKnob, ...]] = ()
+    """The harness profiles' settings that change how its programs are run."""
+    sanitizer: ClassVar[str] = "fences"
+    """How `evaluator.sanitize` cleans raw model output in it: `fences` keeps the code of
+    the markdown fence tagged as it, without the prose around it; `python` also repairs
+    what chat models do to a Python function (`SANITIZERS`)."""
     selfcheck_body: ClassVar[str] = ""
     """A function body that compiles whatever the function returns and fails every test:
     the self-check runs it for a problem without a canonical solution (see
@@ -176,6 +194,37 @@ class Language(ABC):
         """Raise `ToolchainError`, saying what to install, when the toolchain is missing
         (Python's is the interpreter the runner already uses)."""
         return None
+
+    def tool_path(self, *, python: str) -> str | None:
+        """The program the manifest asks for its version: the compiler or interpreter
+        this worker runs its programs with. `python` is the interpreter the sandbox runs
+        Python with, for a language whose programs Python runs. Raises what its own
+        look-up raises when the toolchain is missing."""
+        return self.toolchain.find() if self.toolchain is not None else None
+
+    def check_syntax(self, sources: list[str], run: RunJob) -> list[Answer]:
+        """Whether each source parses (None: its parser could not tell), by its
+        `syntax_check` front end run only through `run` (the sandbox); the shared
+        machinery is in `evaluator.languages.syntax_check`."""
+        raise LanguageError(f"{self.display_name} has no syntax check")
+
+    def syntax_contexts(self, code: str) -> list[str]:
+        """The texts a completion is parsed as when the harness's program does not
+        parse: the code alone, and the code as the body of a function a prompt opened."""
+        return [code]
+
+    def checked_program(self, problem: Problem, sample: Sample,
+                        options: RunOptions) -> str | None:
+        """The program its harness builds for `sample`, as the syntax check reads it;
+        None when it builds none. By default the text of its `build` method (a tuple's
+        first item, or an object's `program`)."""
+        build = getattr(self, "build", None)
+        if build is None:
+            return None
+        built = build(problem, sample, options)
+        if isinstance(built, tuple):
+            return str(built[0])
+        return str(getattr(built, "program", "")) or None
 
     def available(self) -> str | None:
         """None when the toolchain is installed here, else what is missing."""

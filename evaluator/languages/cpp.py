@@ -78,10 +78,18 @@ from evaluator.languages.reporting import (
     build_script,
     normalise_records,
 )
+from evaluator.languages.syntax_check import (
+    Answer,
+    RunJob,
+    job_steps,
+    tool_output,
+    tool_step,
+    writable,
+)
 from evaluator.languages.toolchains import (
+    Tool,
     ToolchainError,
     cache_root,
-    executable,
     prebuilt,
     run_tool,
     version_key,
@@ -201,9 +209,13 @@ class Compiler:
     link_flags: tuple[str, ...]
 
 
+GXX = Tool("g++", "EVALUATOR_CXX", ("/usr/bin/g++",),
+           "apt-get install g++ libboost-dev libssl-dev")
+
+
 @functools.lru_cache(maxsize=1)
 def compiler() -> Compiler:
-    path = executable("g++", "EVALUATOR_CXX", ("/usr/bin/g++",))
+    path = GXX.find()
     if path is None:
         raise ToolchainError("g++ is not installed (apt-get install g++ libboost-dev "
                              "libssl-dev)")
@@ -630,6 +642,8 @@ class Cpp(Language):
     # A return type before the name, which also keeps `if (` out.
     function_pattern = r"^[A-Za-z_][\w:<>,*& ]*[\s*&>](\w+)\s*\([^;]*$"
     syntax_check = "g++"
+    slow_syntax_check = True
+    toolchain = GXX
     selfcheck_body = "    throw 0;\n"
 
     def convention(self, problem: Problem) -> Convention:
@@ -718,3 +732,154 @@ class Cpp(Language):
 
     def require_toolchain(self) -> None:
         compiler()
+
+    def tool_path(self, *, python: str) -> str | None:
+        return compiler().path
+
+    # -- the language check of uploads --------------------------------------------------
+    def check_syntax(self, sources: list[str], run: RunJob) -> list[Answer]:
+        return _parse_cpp(sources, run)
+
+    def syntax_contexts(self, code: str) -> list[str]:
+        # One context, not three: each costs a compiler front end. A body the prompt
+        # opened closes one brace more than it opens.
+        closed = code.count("}") > code.count("{")
+        return ["auto _f() {\n" + code + ("" if closed else "\n}")]
+
+
+# -- the syntax check (g++ -fsyntax-only) ----------------------------------------
+# g++ reports grammar errors in these words; an undeclared name or a type mismatch does
+# not make a sample some other language.
+_CPP_SYNTAX = re.compile(
+    r"expected|stray|missing terminating|unterminated|does not name a type|"
+    r"invalid preprocessing directive|#include expects|extra qualification"
+)
+_CPP_ERROR = re.compile(r"^s(\d+)\.cpp:(\d+):(\d+): error: (.*)$", re.MULTILINE)
+_CPP_PATTERN = r": (fatal )?error: "
+_UNDECLARED = re.compile(r"^.(\w+). was not declared in this scope")
+# After an undeclared name g++ skips the rest of the statement, hiding any grammar error
+# there; a name followed by another word or by `!` (not `!=`) is prose, not C++.
+_NOT_AFTER_A_NAME = re.compile(r"\s*(?:[A-Za-z_$@`#\\'\"]|!(?!=))")
+
+
+def _cpp_header() -> Path:
+    """The precompiled `<bits/stdc++.h>`, built once on the host from the compiler's own
+    headers (no upload's text goes into it), in the cache the C++ sandbox mounts."""
+    gxx = GXX.beside("g++")
+    version = run_tool([gxx, "-dumpfullversion"], timeout=60).strip()
+
+    def build(work: Path) -> None:
+        (work / "check.h").write_text("#include <bits/stdc++.h>\nusing namespace std;\n")
+        run_tool([gxx, "-std=c++17", "-x", "c++-header", "check.h", "-o", "check.h.gch"],
+                 cwd=work, timeout=600)
+
+    return prebuilt("language-check-cpp", version_key(version, "c++17", "v1"), build,
+                    keep=2) / "check.h"
+
+
+def _parse_cpp(sources: list[str], run: RunJob) -> list[Answer]:
+    """Sources in one translation unit, each in a namespace of its own under its own file
+    name (`#line`), so the compiler starts once rather than once per source.
+
+    A source must not leak into the next: braces it leaves open are closed after it, and
+    one that could swallow what follows (an open comment, `#if`, a raw string) is parsed
+    in a file of its own; so is every source when the batch fails as a whole."""
+    gxx = GXX.beside("g++")
+    header = _cpp_header()
+    sources = [writable(_cpp_safe(source)) for source in sources]
+
+    def step(files: list[str]) -> dict[str, Any]:
+        return tool_step([gxx, "-std=c++17", "-fsyntax-only", "-fdiagnostics-color=never",
+                           "-fno-diagnostics-show-caret", "-w", "-include", str(header),
+                           *files], _CPP_PATTERN)
+
+    alone = [i for i, source in enumerate(sources) if _cpp_leaky(source)]
+    together = [i for i in range(len(sources)) if i not in alone]
+    answers: list[Answer] = [True] * len(sources)
+    if together:
+        answer = run({"kind": "command",
+                      "files": {"batch.cpp": _cpp_batch(sources, together)},
+                      "steps": [step(["batch.cpp"])]})
+        steps = job_steps(answer)
+        batch = tool_output(steps[0], failure_says=_CPP_PATTERN) if steps else None
+        if (batch is None or "fatal error" in batch
+                or re.search(r"^batch\.cpp:\d+:\d+: error", batch, re.M)):
+            alone = list(range(len(sources)))  # the batch itself failed: ask one by one
+        else:
+            for i in _cpp_failures(batch, sources):
+                answers[i] = False
+    if alone:
+        files = {f"s{i}.cpp": sources[i] for i in alone}
+        answer = run({"kind": "command", "files": files,
+                      "steps": [step([f"s{i}.cpp"]) for i in alone]})
+        steps = job_steps(answer)
+        for k, i in enumerate(alone):
+            output = (tool_output(steps[k], failure_says=_CPP_PATTERN)
+                      if k < len(steps) else None)
+            answers[i] = None if output is None else not _cpp_failures(output, sources)
+    return answers
+
+
+_LOCAL_INCLUDE = re.compile(
+    r'^[ \t]*#[ \t]*include[ \t]*(?:"[^"\n]*"|<[ \t]*/[^>\n]*>|<[^>\n]*\.\.[^>\n]*>)',
+    re.MULTILINE)
+
+
+def _cpp_safe(source: str) -> str:
+    """The source without `#include "..."` or an absolute or `..` path: a completion has
+    no business reading files (`#include "/dev/zero"` never ends). The sandbox is what
+    keeps the host's files out of reach (a macro can name an include); this keeps the
+    answer about the completion's own text."""
+    return _LOCAL_INCLUDE.sub("", source)
+
+
+def _cpp_leaky(source: str) -> bool:
+    return (source.count("/*") != source.count("*/") or 'R"' in source
+            or re.search(r"^\s*#\s*(?:if|ifdef|ifndef|define|line)\b", source,
+                         re.MULTILINE) is not None)
+
+
+def _cpp_batch(sources: list[str], indices: list[int]) -> str:
+    """The chosen sources' `#include`s hoisted to the top (the precompiled header already
+    holds the standard ones), each source's rest in `namespace _sN`, line numbers kept."""
+    includes: list[str] = []
+    parts: list[str] = []
+    for i in indices:
+        lines = sources[i].split("\n")
+        for k, line in enumerate(lines):
+            if re.match(r"\s*#\s*include\b", line):
+                includes.append(line)
+                lines[k] = ""
+        text = "\n".join(lines)
+        blanked = lexing.blank(text, "cpp")
+        missing = blanked.count("{") - blanked.count("}")
+        # A string or character literal left open ends at its line: a newline ends it.
+        parts.append(f'namespace _s{i} {{\n#line 1 "s{i}.cpp"\n{text}\n'
+                     + "}" * max(missing, 0) + "\n}\n")
+    return "\n".join(dict.fromkeys(includes)) + "\n" + "".join(parts)
+
+
+def _cpp_failures(errors: str, sources: list[str]) -> set[int]:
+    return {int(m.group(1)) for m in _CPP_ERROR.finditer(errors)
+            if _cpp_grammar_error(sources[int(m.group(1))], int(m.group(2)), m.group(4))}
+
+
+def _cpp_grammar_error(source: str, line: int, message: str) -> bool:
+    if _CPP_SYNTAX.search(message):
+        return True
+    undeclared = _UNDECLARED.match(message)
+    if undeclared is None:
+        return False
+    lines = source.split("\n")
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    at = re.search(rf"\b{re.escape(undeclared.group(1))}\b", text)
+    if at is not None and _NOT_AFTER_A_NAME.match(text, at.end()) is not None:
+        return True
+    # g++ skips to the next `;` after an undeclared name, so code without semicolons
+    # (Python's `total = 0`) reports nothing more: a C++ line ends a statement, opens or
+    # closes a block, or continues an expression.
+    end = lexing.blank(text, "cpp").split("//")[0].rstrip()
+    if not end or end[-1] in ";{},([=+-*/%&|^<>?:!~\\":
+        return False
+    return not (end.endswith(")") and re.match(r"\s*(?:}\s*)?(?:else\s+)?(?:if|for|while|"
+                                              r"switch)\b", text))

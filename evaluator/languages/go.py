@@ -55,15 +55,16 @@ from evaluator.languages.reporting import (
     apply_edits,
     whole_program_records,
 )
+from evaluator.languages.syntax_check import Answer, RunJob, parse_batched
 from evaluator.languages.toolchains import (
+    Tool,
     ToolchainError,
-    executable,
     prebuilt,
     run_tool,
     tree_key,
     version_key,
 )
-from evaluator.profiles import get_profile
+from evaluator.profiles import ProfileKnob, get_profile
 from evaluator.records import Problem, RunOptions, Sample, SampleResult, SandboxInfo, cap_text
 from evaluator.sandbox.base import Mount
 
@@ -140,8 +141,17 @@ class GoProgram:
     """The program as CodeGeeX assembles it, before our test instrumentation."""
 
 
+GO = Tool("go", "EVALUATOR_GO", ("/usr/bin/go", "/usr/lib/go/bin/go"), "apt-get install golang-go")
+
+VET_KNOB = ProfileKnob("go_vet", False, enabled="runs Go with go vet",
+                       disabled="runs Go without go vet")
+IMPORTS_KNOB = ProfileKnob("go_imports_by_text", False,
+                           enabled="chooses Go's helper imports another way",
+                           disabled="chooses Go's helper imports another way")
+
+
 def _go_env() -> dict[str, str]:
-    go = executable("go", "EVALUATOR_GO", ("/usr/bin/go", "/usr/lib/go/bin/go"))
+    go = GO.find()
     if go is None:
         raise ToolchainError("Go is not installed (apt-get install golang-go)")
     out = run_tool([go, "env", "-json", "GOROOT", "GOTOOLDIR", "GOOS", "GOARCH", "GOVERSION"],
@@ -358,6 +368,9 @@ class Go(Language):
     pygments_lexer = "go"
     function_pattern = r"^func\s+(?:\([^)]*\)\s*)?(\w+)\s*\("
     syntax_check = "gofmt"
+    toolchain = GO
+    version_args = ("version",)
+    profile_knobs = (VET_KNOB, IMPORTS_KNOB)
     # Closes the function: the datasets' tests in Go start after it.
     selfcheck_body = "    panic(\"selfcheck stub\")\n}\n"
 
@@ -592,6 +605,29 @@ class Go(Language):
 
     def require_toolchain(self) -> None:
         toolchain()
+
+    def tool_path(self, *, python: str) -> str | None:
+        return str(toolchain().goroot / "bin" / "go")
+
+    # -- the language check of uploads --------------------------------------------------
+    def check_syntax(self, sources: list[str], run: RunJob) -> list[Answer]:
+        # gofmt is go/parser: it parses without type-checking, all files in one process.
+        gofmt = GO.beside("gofmt")
+        return parse_batched(sources, run, suffix=".go",
+                             argv=lambda names: [gofmt, "-e", "-l", *names],
+                             pattern=r"^s[0-9]+\.go:", failing=r"^s(\d+)\.go:")
+
+    def syntax_contexts(self, code: str) -> list[str]:
+        if re.match(r"\s*(//[^\n]*\n\s*)*package\b", code):
+            return [code]
+        return ["package p\n" + code, "package p\nfunc _f() {\n" + code,
+                "package p\nfunc _f() {\n" + code + "\n}"]
+
+    def checked_program(self, problem: Problem, sample: Sample,
+                        options: RunOptions) -> str | None:
+        # The build instruments the tests; `plain` is the program CodeGeeX assembles.
+        built = self.build(problem, sample, options)
+        return built.plain or None
 
     # -- reading the outcome ------------------------------------------------------------
     def interpret(self, prepared: PreparedJob, answer: dict[str, Any], sample: Sample,

@@ -58,13 +58,15 @@ from evaluator.languages.base import (
     program_hash,
 )
 from evaluator.languages.reporting import LAUNCHER, LAUNCHER_FILE
-from evaluator.languages.toolchains import ToolchainError, executable, run_tool, version_key
+from evaluator.languages.syntax_check import Answer, RunJob, parse_by_script
+from evaluator.languages.toolchains import Tool, ToolchainError, run_tool, version_key
 from evaluator.records import Problem, RunOptions, Sample
 from evaluator.sandbox.base import Mount, SandboxError, SandboxLimits
 
 RUNTIME = Path(__file__).resolve().parent / "runtime" / "js"
 REQUIRED_MODULES = ("acorn", "js-md5", "lodash")
 INSTALL_HINT = "npm ci --prefix evaluator/languages/runtime/js"
+NODE = Tool("node", "EVALUATOR_NODE", ("/usr/bin/node",), "apt-get install nodejs")
 POOL_SERVICE = "js-pool"
 POOL_THREADS = 48
 """Threads the pool needs beyond the limits' process count: node's own (V8's platform
@@ -86,7 +88,7 @@ def node_modules() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def _node() -> tuple[str, str]:
-    node = executable("node", "EVALUATOR_NODE", ("/usr/bin/node",))
+    node = NODE.find()
     if node is None:
         raise ToolchainError("Node.js is not installed (apt-get install nodejs)")
     version = run_tool([node, "--version"], timeout=60).strip()
@@ -119,6 +121,7 @@ class JavaScript(Language):
     function_pattern = (r"^\s*(?:const\s+(\w+)\s*=\s*(?:\(|function)"
                         r"|function\s+(\w+)\s*\()")
     syntax_check = "node"
+    toolchain = NODE
     harness_reports_first = True
     # Closes the function: the datasets' tests in JavaScript start after it.
     selfcheck_body = "  throw new Error('selfcheck stub');\n}\n"
@@ -215,3 +218,24 @@ class JavaScript(Language):
 
     def require_toolchain(self) -> None:
         _node()
+
+    def tool_path(self, *, python: str) -> str | None:
+        return _node()[0]
+
+    def check_syntax(self, sources: list[str], run: RunJob) -> list[Answer]:
+        # V8's parser through `vm.compileFunction`, with CommonJS's module wrapper.
+        return parse_by_script(sources, run, [NODE.beside("node")], "check.js", _CHECK_SCRIPT)
+
+    def syntax_contexts(self, code: str) -> list[str]:
+        return [code, "function _f() {\n" + code, "function _f() {\n" + code + "\n}"]
+
+
+_CHECK_SCRIPT = r"""
+const fs = require("fs");
+const vm = require("vm");
+const params = ["exports", "require", "module", "__filename", "__dirname"];
+const answers = JSON.parse(fs.readFileSync("sources.json", "utf8")).map((source) => {
+  try { vm.compileFunction(source, params); return true; } catch (e) { return false; }
+});
+process.stdout.write(JSON.stringify(answers));
+"""

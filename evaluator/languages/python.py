@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from evaluator.languages.base import (
     PreparedJob,
     program_hash,
 )
+from evaluator.languages.syntax_check import Answer, RunJob, parse_by_script
 from evaluator.profiles import get_profile
 from evaluator.records import CallCase, Problem, RunOptions, Sample, SampleResult
 from evaluator.sandbox.base import Mount
@@ -102,8 +105,19 @@ class Python(Language):
     pygments_lexer = "python"
     function_pattern = r"^\s*def\s+(\w+)\s*\("
     syntax_check = "ast"
+    sanitizer = "python"
     selfcheck_body = "    raise NotImplementedError('selfcheck stub')\n"
     preload = ("numpy",)
+
+    def tool_path(self, *, python: str) -> str | None:
+        return python
+
+    def check_syntax(self, sources: list[str], run: RunJob) -> list[Answer]:
+        return parse_by_script(sources, run, [run.python, "-I", "-S"], "check.py",
+                               _CHECK_SCRIPT)
+
+    def syntax_contexts(self, code: str) -> list[str]:
+        return [code, "def _f():\n" + code, textwrap.dedent(code)]
 
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> tuple[str, int]:
         """The program text and the line where its test part starts."""
@@ -184,3 +198,25 @@ def plain_job(prepared: PreparedJob) -> dict[str, Any]:
 def _tampered(answer: dict[str, Any]) -> bool:
     """The harness's last record says the program tampered with its instrumentation."""
     return any(r.get("kind") == "done" and r.get("tampered") for r in answer.get("records", []))
+
+
+def python_parses(sources: list[str]) -> list[bool]:
+    """Whether each source parses as Python, by `ast`: it runs no line of a source. The
+    sandbox runs it as a script (`_CHECK_SCRIPT`); the web process calls it itself."""
+    import ast
+
+    answers = []
+    for source in sources:
+        try:
+            ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            answers.append(False)
+        else:
+            answers.append(True)
+    return answers
+
+
+_CHECK_SCRIPT = "import json, sys\n" + inspect.getsource(python_parses) + """
+with open("sources.json", encoding="utf-8") as handle:
+    sys.stdout.write(json.dumps(python_parses(json.load(handle))))
+"""

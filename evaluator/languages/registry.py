@@ -13,7 +13,8 @@ The built-in languages are listed below. Another joins in one of two ways:
 - an entry point in the group `evaluator.languages` that names the class, for a package
   installed beside the workbench (`toy = toy_package.language:ToyLanguage` under
   `[project.entry-points."evaluator.languages"]`). Entry points are read at the first
-  lookup, in every process, so web servers and workers see the same languages.
+  lookup, in every process, so web servers and workers see the same languages
+  (`load_entry_points` reads them again).
 
 Names are matched without regard to case or surrounding spaces.
 """
@@ -37,6 +38,7 @@ __all__ = [
     "language_class",
     "language_names",
     "language_rank",
+    "load_entry_points",
     "register",
     "unregister",
 ]
@@ -200,13 +202,30 @@ def _load_built_in() -> None:
             for path in _BUILT_IN:
                 module_name, class_name = path.split(":")
                 _register(getattr(importlib.import_module(module_name), class_name))
-            for point in entry_points(group=ENTRY_POINT_GROUP):
-                try:
-                    _register(point.load())
-                except Exception:
-                    # One broken plug-in must not take every other language down with it.
-                    log.exception("language entry point %r (%s) could not be registered",
-                                  point.name, point.value)
+            _register_entry_points()
             _loaded = True
         finally:
             _loading = False
+
+
+def load_entry_points() -> tuple[str, ...]:
+    """Read the entry points again, for a package installed (or put on `sys.path`) since
+    the first lookup; returns the names of the languages they registered."""
+    _load_built_in()
+    with _lock:
+        return _register_entry_points()
+
+
+def _register_entry_points() -> tuple[str, ...]:
+    names: list[str] = []
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            cls = point.load()
+            _register(cls)
+        except Exception:
+            # One broken plug-in must not take every other language down with it.
+            log.exception("language entry point %r (%s) could not be registered",
+                          point.name, point.value)
+        else:
+            names.append(cls.name)
+    return tuple(names)

@@ -60,7 +60,9 @@ from evaluator.languages.reporting import (
     apply_edits,
     build_script,
 )
+from evaluator.languages.syntax_check import Answer, RunJob, parse_batched
 from evaluator.languages.toolchains import (
+    Tool,
     ToolchainError,
     executable,
     prebuilt,
@@ -109,8 +111,11 @@ class RustProgram:
     crates: bool = False
 
 
+RUSTC = Tool("rustc", "EVALUATOR_RUSTC", ("/usr/bin/rustc",), "apt-get install rustc cargo")
+
+
 def _rustc() -> str:
-    rustc = executable("rustc", "EVALUATOR_RUSTC", ("/usr/bin/rustc",))
+    rustc = RUSTC.find()
     if rustc is None:
         raise ToolchainError("rustc is not installed (apt-get install rustc cargo)")
     return rustc
@@ -229,6 +234,7 @@ class Rust(Language):
     pygments_lexer = "rust"
     function_pattern = r"^\s*(?:pub\s+)?fn\s+(\w+)\s*[<(]"
     syntax_check = "rustfmt"
+    toolchain = RUSTC
     selfcheck_body = "    panic!(\"selfcheck stub\");\n"
 
     def prefix(self, problem: Problem, options: RunOptions) -> str:
@@ -253,6 +259,29 @@ class Rust(Language):
                 )
             return problem.example_test
         return problem.test
+
+    def tool_path(self, *, python: str) -> str | None:
+        return toolchain().rustc
+
+    # -- the language check of uploads --------------------------------------------------
+    def check_syntax(self, sources: list[str], run: RunJob) -> list[Answer]:
+        # rustfmt is rustc's own parser (`rustc -Z parse-only` needs a nightly compiler);
+        # it neither expands macros nor resolves names.
+        rustfmt = RUSTC.beside("rustfmt")
+        return parse_batched(sources, run, suffix=".rs",
+                             argv=lambda names: [rustfmt, "--check", "--edition", "2021",
+                                                 "--color", "never", *names],
+                             pattern=r"--> ", failing=r"--> .*?s(\d+)\.rs:")
+
+    def syntax_contexts(self, code: str) -> list[str]:
+        return [code, "fn _f() {\n" + code, "fn _f() {\n" + code + "\n}"]
+
+    def checked_program(self, problem: Problem, sample: Sample,
+                        options: RunOptions) -> str | None:
+        # The build instruments the tests; this is the program before that.
+        head = sample.completion if sample.is_full_program else (
+            self.prefix(problem, options) + sample.completion)
+        return head + "\n" + self.test_text(problem, options)
 
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> RustProgram:
         head = sample.completion if sample.is_full_program else (

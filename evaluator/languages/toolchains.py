@@ -24,6 +24,7 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.sandbox.rootfs import blocked_at
@@ -179,3 +180,42 @@ def executable(name: str, env_var: str, preferred: Sequence[str] = ()) -> str | 
         if Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return candidate
     return shutil.which(name)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """Where a language finds one of its programs: `$variable` if set, else the first of
+    `preferred` that exists, else `name` on PATH. The language module, the manifest and
+    the language check all ask the same object, so they find the same program."""
+
+    name: str
+    variable: str
+    preferred: tuple[str, ...] = ()
+    install_hint: str = ""
+    """What to install when it is missing (`apt-get install g++`)."""
+
+    def find(self) -> str | None:
+        return executable(self.name, self.variable, self.preferred)
+
+    def require(self) -> str:
+        """Its path; ToolchainError, saying what to install, when it is missing."""
+        found = self.find()
+        if found is None:
+            hint = f" ({self.install_hint})" if self.install_hint else ""
+            raise ToolchainError(f"{self.name} is not installed{hint}")
+        return found
+
+    def beside(self, program: str) -> str:
+        """Another program of the same installation (gofmt beside go, rustfmt beside
+        rustc): the one in this tool's directory, else the first on PATH."""
+        found = self.find()
+        if found is not None:
+            if program == self.name:
+                return found
+            sibling = Path(found).resolve().parent / program
+            if sibling.is_file():
+                return str(sibling)
+        path = shutil.which(program)
+        if path is None:
+            raise ToolchainError(f"{program} is not installed")
+        return path

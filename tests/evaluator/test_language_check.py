@@ -17,6 +17,8 @@ import pytest
 from evaluator import language_check
 from evaluator.datasets import load_dataset
 from evaluator.language_check import check_language
+from evaluator.languages.cpp import Cpp
+from evaluator.languages.python import Python
 from evaluator.languages.registry import display_name
 from evaluator.languages.toolchains import ToolchainError
 from evaluator.records import Problem, Sample
@@ -128,9 +130,9 @@ def test_answers_are_cached_by_content(datasets, tmp_path, monkeypatch):
     samples = samples_in("python", problems, tmp_path)
     check_language(problems, samples)
     calls: list[int] = []
-    real = language_check.FRONT_ENDS["ast"]
-    monkeypatch.setitem(language_check.FRONT_ENDS, "ast",
-                        lambda sources, run: calls.append(len(sources)) or real(sources, run))
+    real = Python.check_syntax
+    monkeypatch.setattr(Python, "check_syntax", lambda self, sources, run: calls.append(
+        len(sources)) or real(self, sources, run))
     assert check_language(problems, samples).parses["python"] == 6
     assert calls == []
 
@@ -140,10 +142,10 @@ def test_missing_parser_is_reported_not_raised(datasets, tmp_path, monkeypatch):
     samples = samples_in("python", problems, tmp_path)
     monkeypatch.setattr(language_check, "_cache", {})
 
-    def missing(_sources: list[str], _run: object) -> list[bool]:
+    def missing(_self: object, _sources: list[str], _run: object) -> list[bool]:
         raise ToolchainError("g++ is not installed")
 
-    monkeypatch.setitem(language_check.FRONT_ENDS, "g++", missing)
+    monkeypatch.setattr(Cpp, "check_syntax", missing)
     verdict = check_language(problems, samples)
     assert verdict.checked == 0
     assert verdict.fits

@@ -15,7 +15,8 @@ import pytest
 
 from evaluator import language_check
 from evaluator.language_check import CHECK_LIMITS, SandboxedParsers, check_language
-from evaluator.languages.toolchains import ToolchainError
+from evaluator.languages import cpp, syntax_check
+from evaluator.languages.toolchains import Tool, ToolchainError
 from evaluator.records import Problem, Sample
 from tests.backends import require_backend
 from tests.polyglot import generations, require_parser, write_dataset
@@ -79,9 +80,9 @@ def _gxx_step(parsers: SandboxedParsers, source: str) -> dict[str, object]:
     """What g++ said in the check's sandbox about `source` (the answer the check reads)."""
     run = parsers._run("cpp")
     answer = run({"kind": "command", "files": {"s0.cpp": source},
-                  "steps": [language_check._tool_step(
-                      [language_check._tool("g++"), "-std=c++17", "-fsyntax-only", "s0.cpp"],
-                      language_check._CPP_PATTERN)]})
+                  "steps": [syntax_check.tool_step(
+                      [cpp.GXX.beside("g++"), "-std=c++17", "-fsyntax-only", "s0.cpp"],
+                      cpp._CPP_PATTERN)]})
     return dict(answer["steps"][0])
 
 
@@ -90,7 +91,7 @@ def test_a_host_file_named_by_a_macro_include_is_not_there(parsers, host_header,
     source = f'#define WHERE "{host_header}"\n#include WHERE\nint f() {{ return 1; }}\n'
     # On the host, g++ reads it (what the check did before it ran in the sandbox).
     (tmp_path / "s0.cpp").write_text(source)
-    outside = subprocess.run([language_check._tool("g++"), "-fsyntax-only", "s0.cpp"],
+    outside = subprocess.run([cpp.GXX.beside("g++"), "-fsyntax-only", "s0.cpp"],
                              cwd=tmp_path, capture_output=True, text=True, check=False)
     assert SECRET in outside.stderr
     step = _gxx_step(parsers, source)
@@ -104,7 +105,7 @@ def test_a_host_file_named_by_a_macro_include_is_not_there(parsers, host_header,
 def test_a_memory_bomb_is_stopped_at_the_memory_limit_and_left_undecided(bwrap_parsers):
     parsers = bwrap_parsers
     step = _gxx_step(parsers, MEMORY_BOMB)
-    assert language_check._tool_output(step, failure_says=language_check._CPP_PATTERN) is None
+    assert syntax_check.tool_output(step, failure_says=cpp._CPP_PATTERN) is None
     rss = step.get("max_rss_kb")
     assert rss is None or int(str(rss)) <= CHECK_LIMITS.memory_mb * 1024
     answers = parsers({"cpp": ["int f() { return 1; }", MEMORY_BOMB, "def f(): pass"]})
@@ -144,10 +145,10 @@ def test_the_check_counts_a_bomb_as_undecided_not_as_another_language(bwrap_pars
 
 def test_a_missing_toolchain_is_reported_as_not_asked(bwrap_parsers, monkeypatch):
     parsers = bwrap_parsers
-    def missing(_name: str) -> str:
+    def missing(_tool: Tool, _program: str) -> str:
         raise ToolchainError("g++ is not installed")
 
-    monkeypatch.setattr(language_check, "_tool", missing)
+    monkeypatch.setattr(Tool, "beside", missing)
     said = parsers({"cpp": ["int f() { return 1; }"]})
     assert said == {"cpp": "g++ is not installed"}
 
@@ -164,9 +165,26 @@ def test_a_missing_toolchain_is_reported_as_not_asked(bwrap_parsers, monkeypatch
 def test_a_parser_failing_without_a_line_is_no_answer(stdout: str, expected: str | None):
     step = {"exit_code": 0, "signal": None, "timed_out": False, "output_exceeded": False,
             "stdout": stdout}
-    assert language_check._tool_output(
-        step, failure_says=language_check._CPP_PATTERN) == expected
+    assert syntax_check.tool_output(
+        step, failure_says=cpp._CPP_PATTERN) == expected
     # A parser whose failures need not name a line (rustfmt --check differs on layout)
     # keeps its status-1 answer.
     if stdout == "status 1\n":
-        assert language_check._tool_output(step) == ""
+        assert syntax_check.tool_output(step) == ""
+
+
+def test_a_runner_outlives_the_call_that_started_it(backend):
+    # bwrap ends a runner with the thread that started it (--die-with-parent): a second
+    # check must find the same runner alive, not a dead one that leaves every source
+    # undecided.
+    parsers = SandboxedParsers(backend)
+    try:
+        assert parsers({"python": ["x = 1", "def ("]}) == {"python": [True, False]}
+        session = parsers._run("python").session
+        assert session.process is not None
+        first = session.process.pid
+        assert parsers({"python": ["y = 2", "def )"]}) == {"python": [True, False]}
+        assert session.process is not None
+        assert session.process.pid == first
+    finally:
+        parsers.close()

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from evaluator import manifest as manifest_module
 from evaluator.datasets import load_dataset
 from evaluator.engine import Engine, EngineConfig
+from evaluator.languages.cpp import Cpp
 from evaluator.languages.toolchains import ToolchainError
 from evaluator.manifest import (
     MANIFEST_SCHEMA,
@@ -109,10 +109,10 @@ def test_toolchain_versions_are_the_commands_own(language: str, argv: tuple[str,
 
 
 def test_a_missing_toolchain_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch):
-    def missing(language: str) -> str:
+    def missing(_self: Cpp, *, python: str) -> str:
         raise ToolchainError("g++ is not installed (apt-get install g++)")
 
-    monkeypatch.setattr(manifest_module, "_tool_path", missing)
+    monkeypatch.setattr(Cpp, "tool_path", missing)
     assert toolchain_version("cpp") == {
         "error": "ToolchainError: g++ is not installed (apt-get install g++)"}
     assert "error" in toolchain_version("cobol")

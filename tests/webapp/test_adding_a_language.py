@@ -20,6 +20,7 @@ from evaluator.datasets.signatures import function_names
 from evaluator.language_check import check_language
 from evaluator.languages import Language, LanguageError, PreparedJob, register, unregister
 from evaluator.languages.registry import language_names
+from evaluator.languages.syntax_check import Answer, RunJob
 from evaluator.records import Problem, RunOptions, Sample
 from evaluator.samples import read_samples
 from evaluator.sanitize import sanitize
@@ -47,6 +48,9 @@ class Toy(Language):
 
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> ToyProgram:
         return ToyProgram(self.prefix(problem, options) + sample.completion)
+
+    def check_syntax(self, sources: list[str], run: RunJob) -> list[Answer]:
+        return [_balanced(source) for source in sources]
 
 
 @dataclass(frozen=True)
@@ -159,12 +163,9 @@ def test_the_selfcheck_stubs_a_toy_problem_with_the_toy_body(toy):
 
 def test_uploads_in_the_toy_language_are_checked_by_its_front_end(toy, monkeypatch):
     calls: list[int] = []
-
-    def reader(sources: list[str], _run: object) -> list[bool | None]:
-        calls.append(len(sources))
-        return [_balanced(source) for source in sources]
-
-    monkeypatch.setitem(language_check.FRONT_ENDS, "toy-reader", reader)
+    own = Toy.check_syntax
+    monkeypatch.setattr(Toy, "check_syntax", lambda self, sources, run: calls.append(
+        len(sources)) or own(self, sources, run))
     monkeypatch.setattr(language_check, "_cache", {})
     assert language_check.front_end("TOYLANG") == "toy-reader"
     assert language_check._checkable()[0] == "toy"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluator.languages import lexing
 from evaluator.languages.base import (
     AskCompiler,
     CompileService,
@@ -36,7 +37,14 @@ from evaluator.languages.base import (
 from evaluator.languages.java.asserts import rewrite_test
 from evaluator.languages.java.compile_service import build_with_service, javac_service
 from evaluator.languages.java.main_class import class_names
-from evaluator.languages.java.toolchain import FAST_JVM, JVM_THREADS, Jdk, javatuples, jdk
+from evaluator.languages.java.toolchain import (
+    FAST_JVM,
+    JAVAC,
+    JVM_THREADS,
+    Jdk,
+    javatuples,
+    jdk,
+)
 from evaluator.languages.reporting import (
     BUILD_FILE,
     FALLBACK_MARKER,
@@ -46,13 +54,24 @@ from evaluator.languages.reporting import (
     build_script,
     normalise_records,
 )
+from evaluator.languages.syntax_check import Answer, RunJob, parse_batched
 from evaluator.languages.toolchains import ToolchainError, cache_root
-from evaluator.profiles import ASSERT_WORD, get_profile
+from evaluator.profiles import ProfileKnob, get_profile
 from evaluator.records import Problem, RunOptions, Sample, SampleResult, SandboxInfo
 from evaluator.sandbox.base import Mount, SandboxLimits
 
 __all__ = ["FAST_JVM", "Java", "JavaProgram", "Jdk", "class_names", "javatuples", "jdk",
            "rewrite_test"]
+
+
+ASSERT_WORD = re.compile(r"\bassert\b")
+"""A Java program without this word runs the same with and without `-ea`, so its
+execution is shared between profiles that differ only in that flag."""
+
+ASSERTIONS_KNOB = ProfileKnob(
+    "java_assertions", True, enabled="runs Java with -ea", disabled="runs Java without -ea",
+    matters=lambda problem, completion: ASSERT_WORD.search(
+        problem.prompt + completion + problem.test) is not None)
 
 
 @dataclass(frozen=True)
@@ -75,6 +94,9 @@ class Java(Language):
     function_pattern = (r"^\s*(?:public|private|protected)\s+(?:static\s+)?"
                         r"[\w<>\[\],.? ]+\s(\w+)\s*\(")
     syntax_check = "javac"
+    toolchain = JAVAC
+    version_args = ("-version",)
+    profile_knobs = (ASSERTIONS_KNOB,)
     selfcheck_body = "        throw new RuntimeException(\"selfcheck stub\");\n"
 
     def build(self, problem: Problem, sample: Sample, options: RunOptions) -> JavaProgram:
@@ -190,6 +212,37 @@ class Java(Language):
 
     def require_toolchain(self) -> None:
         jdk()
+
+    def tool_path(self, *, python: str) -> str | None:
+        return jdk().javac
+
+    def check_syntax(self, sources: list[str], run: RunJob) -> list[Answer]:
+        # javac told to stop after parsing, one process for all files: a missing class
+        # or symbol is not a parse error.
+        javac = JAVAC.beside("javac")
+        fast = [f"-J{flag}" for flag in FAST_JVM]
+        return parse_batched(sources, run, suffix=".java",
+                             argv=lambda names: [javac, *fast, "-proc:none", "-encoding",
+                                                 "UTF-8", "-Xmaxerrs", "100000",
+                                                 "-XDshould-stop.ifError=PARSE",
+                                                 "-XDshould-stop.ifNoError=PARSE", "-d",
+                                                 "out", *names],
+                             pattern=r"^s[0-9]+\.java:[0-9]+: error:",
+                             failing=r"^s(\d+)\.java:\d+: error:", address_space=False)
+
+    def syntax_contexts(self, code: str) -> list[str]:
+        # By the braces it closes: a method's body and its class, or the body alone, or
+        # whole members or classes (javac's start-up is paid per run, its files not).
+        blanked = lexing.blank(code, "java")
+        closes = blanked.count("}") - blanked.count("{")
+        method = "class _C {\nObject _f() {\n" + code
+        if closes >= 2:
+            return [method]
+        if closes == 1:
+            return [method + "\n}"]
+        whole = code if re.search(r"\b(?:class|interface|enum|record)\b", blanked) else (
+            "class _C {\n" + code + "\n}")
+        return [whole, method + "\n}\n}"]
 
 
 def _classpath(tools: Jdk, built: JavaProgram) -> list[str]:

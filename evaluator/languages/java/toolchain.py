@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.languages.toolchains import (
+    Tool,
     ToolchainError,
-    executable,
     prebuilt,
     run_tool,
     tree_key,
@@ -26,6 +26,7 @@ from evaluator.languages.toolchains import (
 
 RUNTIME = Path(__file__).resolve().parent.parent / "runtime" / "java"
 JDK17_JAVAC = "/usr/lib/jvm/java-17-openjdk-amd64/bin/javac"
+JAVAC = Tool("javac", "EVALUATOR_JAVAC", (JDK17_JAVAC,), "apt-get install openjdk-17-jdk-headless")
 
 FAST_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData", "-Xshare:auto")
 """JVM flags for short runs: C1 only (no C2 warm-up cost), one GC thread, no perf file
@@ -76,7 +77,7 @@ class Jdk:
 
 @functools.lru_cache(maxsize=1)
 def jdk() -> Jdk:
-    javac = executable("javac", "EVALUATOR_JAVAC", (JDK17_JAVAC,))
+    javac = JAVAC.find()
     if javac is None:
         raise ToolchainError("javac is not installed (apt-get install openjdk-17-jdk-headless)")
     home = Path(os.path.realpath(javac)).parent.parent
