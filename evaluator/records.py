@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 
 from evaluator.sandbox.base import SandboxLimits
 
-HARNESS_VERSION = "1.4.0"
+HARNESS_VERSION = "1.5.0"
 """Bumped whenever a change can alter a verdict; part of every result-cache key."""
 
 Status = Literal[

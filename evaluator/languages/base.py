@@ -261,7 +261,7 @@ class Language(ABC):
         sandbox: SandboxInfo,
     ) -> SampleResult:
         verdict = judge(answer, harness_reports_first=self.harness_reports_first)
-        if not verdict.finished:
+        if not verdict.finished and _program_started(answer, verdict.status):
             verdict.tests += never_ran(answer.get("records", []), verdict.tests)
         return SampleResult(
             task_id=sample.task_id,
@@ -541,6 +541,14 @@ def never_ran(records: list[dict[str, Any]], reported: list[TestOutcome]) -> lis
 
 
 NOT_RUN = "never ran: the program stopped before reaching it"
+
+
+def _program_started(answer: dict[str, Any], status: Status) -> bool:
+    """Whether the program itself ran, so that a test it did not report is one it never
+    reached. After a compile error, a compiler over its limit (the job ends before its
+    run step) or the machine failing, no program ran: no test is listed as `not_run`."""
+    return status not in ("compile_error", "sandbox_error") and any(
+        step.get("name") != "compile" for step in answer.get("steps", []))
 
 
 def outcome_from_record(record: dict[str, Any]) -> TestOutcome:

@@ -652,22 +652,34 @@ def _with_vet_findings(result: SampleResult, prepared: PreparedJob,
 
 
 def normalise_records(prepared: PreparedJob, answer: dict[str, Any]) -> dict[str, Any]:
-    """Give test records their source text and test-relative line, and mark a whole run.
+    """Give test records their source text, test-relative line and site, add the plan of
+    sites, and mark a whole run.
 
     Shared by the compiled languages: their harnesses report program line numbers and
-    leave the assertion text to us, who know where each assertion came from.
+    leave the assertion text to us, who know where each assertion came from. The plan
+    (every instrumented assertion, in program order) is what lets `base.never_ran` list
+    the assertions a program stopped by a limit never reached, as the other languages'
+    harnesses do.
     """
     context = prepared.context
     first = int(context.get("test_first_line", 1))
     sites: dict[int, str] = {int(k): v for k, v in context.get("sites", {}).items()}
+    starts = sorted(sites)
+    # A record names its assertion by a program line, which may be any line of an
+    # assertion written over several.
+    site_at = {start + offset: number for number, start in enumerate(starts)
+               for offset in range(sites[start].count("\n") + 1)}
     program_lines = prepared.program.splitlines()
     records: list[dict[str, Any]] = []
     for record in answer.get("records", []):
         if record.get("kind") == "test" and isinstance(record.get("line"), int):
             line = record["line"]
             record = dict(record)
+            site = site_at.get(line)
+            if site is not None:
+                record.setdefault("site", site)
             if not record.get("source"):
-                record["source"] = sites.get(line) or (
+                record["source"] = sites[starts[site]] if site is not None else (
                     program_lines[line - 1].strip() if 0 < line <= len(program_lines) else "")
             record["line"] = line - first + 1
         records.append(record)
@@ -679,15 +691,20 @@ def normalise_records(prepared: PreparedJob, answer: dict[str, Any]) -> dict[str
         records.extend(whole_program_records(
             answer, "the instrumented tests did not compile, so the program was rebuilt "
                     "unchanged"))
-    elif context.get("mode") == "whole":
+        return {**answer, "records": records}
+    if context.get("mode") == "whole":
         records = [r for r in records if r.get("kind") not in ("test", "done")]
         records.extend(whole_program_records(answer, f"tests could not be split ({note})"))
-    elif note:
+        return {**answer, "records": records}
+    if note:
         records.append({"kind": "note", "message": note})
         for record in records:
             if record.get("kind") == "done":
                 record.setdefault("suspicious", [])
                 record["suspicious"] = [*record["suspicious"], f"per-test split limited: {note}"]
+    if starts:
+        records.insert(0, {"kind": "plan", "sites": [
+            {"source": sites[start], "line": start - first + 1} for start in starts]})
     return {**answer, "records": records}
 
 
