@@ -19,6 +19,7 @@ from webapp.runs.reports import counted_failures
 from webapp.runs.scoring import CONFIDENCE, RESAMPLES, SEED, curve_points
 from webapp.runs.selectors import REPORTED_KS, counted_unstable_samples
 from webapp.runs.transient import db_retry
+from webapp.runs.verified import counted_verification
 
 
 def problem_interval(n: int, c: int, k: int) -> tuple[float, float]:
@@ -118,13 +119,17 @@ def _score(*, run_id: int) -> None:
 def _digest(*, run: Run, task_ids: list[str], ns: list[int], cs: list[int]) -> RunDigest:
     """What the run's pages would otherwise compute on every read, computed here as they
     compute it (`selectors.computed_pass_hat_k`, `reports.counted_failures`,
-    `selectors.counted_unstable_samples`), so the figures read are the same. The bootstrap
+    `selectors.counted_unstable_samples`, `verified.counted_verification`), so the figures
+    read are the same. The bootstrap
     draws problems by position: `task_ids` are in problem order (`HumanEval/<number>`), the
     order in which the readers load the rows."""
     pass_hat_k = curve_points(ns, cs, task_ids=task_ids, metric=ALL_OF_K)
+    compile_errors, suspicious = counted_verification([run.pk]).get(run.pk, (0, 0))
     return RunDigest(
         run=run,
         pass_hat_k=[[p["k"], p["value"], p["low"], p["high"]] for p in pass_hat_k],
         failures=[list(row) for row in counted_failures(run=run)],
         unstable=counted_unstable_samples(run=run),
+        compile_errors=compile_errors,
+        suspicious=suspicious,
     )

@@ -385,6 +385,11 @@ class RunDigest(models.Model):
                                 "pass, most frequent first")
     unstable = models.PositiveIntegerField(
         default=0, help_text="Samples whose two attempts disagreed (`SampleResult.unstable`).")
+    compile_errors = models.PositiveIntegerField(
+        default=0, help_text="Samples that did not compile, as the verified check counts them.")
+    suspicious = models.PositiveIntegerField(
+        default=0, help_text="Suspicious samples, as the verified check counts them "
+                             "(`verified.SUSPICIOUS`).")
 
     def __str__(self) -> str:
         return f"digest of run {self.run_id}"

@@ -37,7 +37,7 @@ from typing import Any
 from django.db.models import Count, Q
 
 from evaluator.profiles import LIMIT_OVERRIDES, default_profile
-from webapp.runs.models import Run, RunChange, Sample
+from webapp.runs.models import Run, RunChange, RunDigest, Sample
 
 COMPILE_ERROR_SHARE = 0.5
 """Above this share of samples with a compile error, a run is held for review."""
@@ -187,23 +187,38 @@ def runs_held(*, runs: list[Run]) -> set[int]:
 
 def runs_verification(*, runs: Iterable[Run],
                       confirmed: set[int] | None = None) -> dict[int, Verification]:
-    """Each run's verification, by id, in two queries whatever the number of runs; one
-    when the caller already knows which of them were `confirmed` (from their history)."""
+    """Each run's verification, by id, in at most three queries whatever the number of
+    runs; one fewer when the caller already knows which of them were `confirmed` (from
+    their history), and none over the samples when every run is finished and digested."""
     runs = list(runs)
     ids = [run.pk for run in runs]
-    counts = {
-        row["run_id"]: (row["compile_errors"], row["suspicious"])
-        for row in Sample.objects.filter(run_id__in=ids).filter(
-            Q(status="compile_error") | SUSPICIOUS).values("run_id").annotate(
-            compile_errors=Count("pk", filter=Q(status="compile_error")),
-            suspicious=Count("pk", filter=SUSPICIOUS))
-    }
+    # A finished run's counts were stored with its scores; only the others (still going,
+    # or scored before digests existed) are counted over their samples.
+    finished = [run.pk for run in runs if run.status == Run.Status.FINISHED]
+    counts = {run_id: (compile_errors, suspicious) for run_id, compile_errors, suspicious in
+              RunDigest.objects.filter(run_id__in=finished).values_list(
+                  "run_id", "compile_errors", "suspicious")} if finished else {}
+    rest = [run_id for run_id in ids if run_id not in counts]
+    if rest:
+        counts.update(counted_verification(rest))
     if confirmed is None:
         confirmed = _confirmed(ids)
     return {run.pk: _judge(run, compile_errors=counts.get(run.pk, (0, 0))[0],
                            suspicious=counts.get(run.pk, (0, 0))[1],
                            confirmed=run.pk in confirmed)
             for run in runs}
+
+
+def counted_verification(ids: list[int]) -> dict[int, tuple[int, int]]:
+    """(compile errors, suspicious samples) of each run by id that has any, in one query
+    over their samples."""
+    return {
+        row["run_id"]: (row["compile_errors"], row["suspicious"])
+        for row in Sample.objects.filter(run_id__in=ids).filter(
+            Q(status="compile_error") | SUSPICIOUS).values("run_id").annotate(
+            compile_errors=Count("pk", filter=Q(status="compile_error")),
+            suspicious=Count("pk", filter=SUSPICIOUS))
+    }
 
 
 def run_verification(*, run: Run, changes: list[RunChange] | None = None) -> Verification:

@@ -1,6 +1,7 @@
-"""A finished run's pass^k, failure breakdown and unstable count are stored when it is scored
-(issue 26): read without a bootstrap or a scan of its samples, the same figures as
-computing them gives, and scored again with the run, never left from before."""
+"""A finished run's pass^k, failure breakdown, unstable count and the verified check's counts
+are stored when it is scored (issue 26): read without a bootstrap or a scan of its samples,
+the same figures as computing them gives, and scored again with the run, never left from
+before."""
 
 from __future__ import annotations
 
@@ -163,3 +164,65 @@ def test_a_few_k_keep_their_own_bootstrap(varied_run):
     for ks in ((1,), (1, 2), (2, 5), (3, 99)):
         assert run_pass_hat_k(run=varied_run, ks=ks) == computed_pass_hat_k(
             run=varied_run, ks=ks)
+
+
+def spoil(run: Run, *, every: int) -> None:
+    """Make every `every`-th sample fail to compile, and the one after it suspicious."""
+    samples = list(Sample.objects.filter(run=run).order_by("pk").only("pk", "task_id", "index"))
+    changed = []
+    for position, sample in enumerate(samples):
+        if position % every == 0:
+            sample.status, sample.error_type, sample.result = "compile_error", "", None
+        elif position % every == 1:
+            sample.status, sample.error_type = "failed", "AssertionError"
+            sample.result = SampleResult(
+                task_id=sample.task_id, completion_id=sample.index, status="failed",
+                program_hash="", suspicious=("wrote to a file",)).to_dict()
+        else:
+            continue
+        changed.append(sample)
+    Sample.objects.bulk_update(changed, ["status", "error_type", "result"])
+
+
+def test_the_verified_checks_counts_are_stored_and_read_without_the_samples(varied_run):
+    from webapp.runs.verified import counted_verification, run_verification
+
+    run = varied_run
+    spoil(run, every=9)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    assert run_finalize(run_id=run.pk)
+    run.refresh_from_db()
+    digest = RunDigest.objects.get(run=run)
+    counted = counted_verification([run.pk])[run.pk]
+    assert (digest.compile_errors, digest.suspicious) == counted
+    assert counted[0] > 0, "compile errors are counted"
+    assert counted[1] > counted[0], "suspicious samples are counted"
+    with CaptureQueriesContext(connection) as queries:
+        verification = run_verification(run=run)
+    assert not [q for q in queries.captured_queries if '"runs_sample"' in q["sql"]]
+    # The same answer as counting the samples gives (a run without a digest).
+    RunDigest.objects.filter(run=run).delete()
+    assert run_verification(run=run) == verification
+
+    # Scored again after its samples changed, the stored counts follow them.
+    _score(run_id=run.pk)
+    spoil(run, every=5)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    assert run_finalize(run_id=run.pk)
+    digest = RunDigest.objects.get(run=run)
+    assert (digest.compile_errors, digest.suspicious) == counted_verification([run.pk])[run.pk]
+    assert (digest.compile_errors, digest.suspicious) != counted
+
+
+def test_a_run_still_going_has_its_verification_counted(varied_run):
+    from webapp.runs.verified import counted_verification, runs_verification
+
+    run = varied_run
+    spoil(run, every=7)  # after the scores: the digest is behind the samples
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    run.refresh_from_db()
+    with CaptureQueriesContext(connection) as queries:
+        runs_verification(runs=[run])
+    assert [q for q in queries.captured_queries if '"runs_sample"' in q["sql"]]
+    assert counted_verification([run.pk])[run.pk] != (
+        RunDigest.objects.get(run=run).compile_errors, RunDigest.objects.get(run=run).suspicious)

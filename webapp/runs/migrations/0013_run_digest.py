@@ -1,4 +1,5 @@
-"""pass^k, the failure breakdown and the unstable count of a run, stored with its scores
+"""pass^k, the failure breakdown, the unstable count and the verified check's counts of a
+run, stored with its scores
 (issue 26). Runs scored before have no digest, and their readers compute the figures as
 they did, so nothing needs filling in."""
 
@@ -29,6 +30,12 @@ class Migration(migrations.Migration):
                 ("unstable", models.PositiveIntegerField(
                     default=0, help_text="Samples whose two attempts disagreed "
                                          "(`SampleResult.unstable`).")),
+                ("compile_errors", models.PositiveIntegerField(
+                    default=0, help_text="Samples that did not compile, as the verified "
+                                         "check counts them.")),
+                ("suspicious", models.PositiveIntegerField(
+                    default=0, help_text="Suspicious samples, as the verified check counts "
+                                         "them (`verified.SUSPICIOUS`).")),
                 ("run", models.OneToOneField(on_delete=django.db.models.deletion.CASCADE,
                                              related_name="digest", to="runs.run")),
             ],
