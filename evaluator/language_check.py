@@ -69,7 +69,7 @@ from evaluator.sandbox.session import RunnerDied, RunnerSession
 
 __all__ = ["CHECK_LIMITS", "SAMPLE_SIZE", "Answer", "LanguageCheck", "Parse", "RunJob",
            "SampleSpread", "SandboxedParsers", "check_language", "close_sandboxed_parsers",
-           "front_end", "python_parses", "sandboxed_parsers"]
+           "front_end", "sandboxed_parsers"]
 
 SAMPLE_SIZE = 20
 MAX_SOURCE_CHARS = 64_000
@@ -343,14 +343,6 @@ def _any(answers: Iterable[Answer]) -> Answer:
 def _digest(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
 
-
-
-def python_parses(sources: list[str]) -> list[bool]:
-    """Python's parser run in this process, for the web app, which needs no sandbox to
-    run `ast` (`evaluator.languages.python.python_parses`)."""
-    from evaluator.languages.python import python_parses as parses
-
-    return parses(sources)
 
 
 

@@ -121,11 +121,12 @@ class SyncDjangoHTTP:
     def _serve(self, scope: Scope, body: IO[bytes], send: Send,
                loop: asyncio.AbstractEventLoop, gone: threading.Event) -> None:
         """On a pool thread: run Django and hand each part of its answer to the loop."""
-        started: list[Message] = []
+        unsent: list[Message] = []
+        """The response's start, until it goes out with the first part of its body."""
 
         def start_response(status: str, headers: list[tuple[str, str]],
                            exc_info: Any = None) -> Callable[[bytes], None]:
-            started[:] = [{
+            unsent[:] = [{
                 "type": "http.response.start",
                 "status": int(status.split(" ", 1)[0]),
                 "headers": [(name.lower().encode("latin-1"), value.encode("latin-1"))
@@ -136,10 +137,9 @@ class SyncDjangoHTTP:
         def deliver(messages: list[Message]) -> None:
             if gone.is_set():
                 raise ClientGone
-            if started and started[0]["type"] == "http.response.start":
-                messages = [started[0], *messages]
-                started[0] = {"type": "sent"}
-            asyncio.run_coroutine_threadsafe(_send_all(send, messages), loop).result()
+            asyncio.run_coroutine_threadsafe(_send_all(send, [*unsent, *messages]),
+                                             loop).result()
+            unsent.clear()
 
         response: Iterable[bytes] = self.handler(wsgi_environ(scope, body), start_response)
         try:

@@ -10,7 +10,7 @@ the embedded broker has no result backend). The web request waits for the rows, 
 `LANGUAGE_CHECK_WAIT_SECONDS` for the whole check: a language whose worker did not answer
 by then is reported as not asked, never as "does not parse". Eager Celery (the tests)
 runs the task inline. Python is the exception: the web process's own parser reads it
-(`evaluator.language_check.python_parses`), so that a Python upload never waits for a
+(`evaluator.languages.python.python_parses`), so that a Python upload never waits for a
 free worker.
 """
 
@@ -24,7 +24,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from evaluator.language_check import Answer, python_parses, sandboxed_parsers
+from evaluator.language_check import Answer, sandboxed_parsers
+from evaluator.languages.python import python_parses
 from evaluator.languages.registry import display_name
 from webapp.runs.dispatch import send_language_check
 from webapp.runs.models import LanguageCheckPart
