@@ -88,26 +88,30 @@ def register(plugin: AgreementPlugin) -> None:
 # -- mutations shared by the C-family languages -------------------------------------------
 
 
-def _replace_first(text: str, pattern: str, new: str) -> str | None:
-    changed, count = re.subn(pattern, new, text, count=1)
-    return changed if count else None
+def _first_replaced(body: str, *rules: tuple[str, str, str]) -> list[Variant]:
+    """For each (name, pattern, replacement) whose pattern occurs in `body`: `body` with
+    its first match replaced, under that name."""
+    out: list[Variant] = []
+    for name, pattern, new in rules:
+        changed, count = re.subn(pattern, new, body, count=1)
+        if count:
+            out.append((name, changed))
+    return out
 
 
 def common_variants(problem: Problem) -> list[Variant]:
     body = problem.canonical_solution
     out: list[Variant] = [("canonical", body),
                           ("reformatted", "\n" + re.sub(r"\n", "\n\n", body, count=2))]
-    for name, pattern, new in (
+    out += _first_replaced(
+        body,
         ("flip <= to <", r"(?<=\s)<=(?=\s)", "<"),
         ("flip < to <=", r"(?<=\s)<(?=\s)", "<="),
         ("flip > to >=", r"(?<=\s)>(?=\s)", ">="),
         ("flip == to !=", r"==", "!="),
         ("off by one (+1 -> +2)", r"\+\s*1\b", "+ 2"),
         ("off by one (0 -> 1)", r"(?<![\w.])0(?![\w.])", "1"),
-    ):
-        changed = _replace_first(body, pattern, new)
-        if changed is not None:
-            out.append((name, changed))
+    )
     returns = list(re.finditer(r"\n\s*return\b[^;]*;", body))
     if returns:
         last = returns[-1]
@@ -125,13 +129,11 @@ def cpp_idioms(problem: Problem) -> list[Variant]:
         ("debug print to stdout", _after_signature(problem, '    printf("debug\\n");\n')),
         ("exit(0) before the tests", _after_signature(problem, "    exit(0);\n")),
     ]
-    python_len = _replace_first(body, r"(\w+)\.size\(\)", r"len(\1)")
-    if python_len:
-        variants.append(("Python idiom len(x)", python_len))
-    java_length = _replace_first(body, r"(\w+)\.size\(\)", r"\1.length")
-    if java_length:
-        variants.append(("Java idiom x.length", java_length))
-    return variants
+    return variants + _first_replaced(
+        body,
+        ("Python idiom len(x)", r"(\w+)\.size\(\)", r"len(\1)"),
+        ("Java idiom x.length", r"(\w+)\.size\(\)", r"\1.length"),
+    )
 
 
 def java_idioms(problem: Problem) -> list[Variant]:
@@ -143,13 +145,11 @@ def java_idioms(problem: Problem) -> list[Variant]:
                                                              "        System.exit(0);\n")),
         ("failing assert statement", _after_signature(problem, "        assert false;\n")),
     ]
-    js_equals = _replace_first(body, r"==", "===")
-    if js_equals:
-        variants.append(("JavaScript idiom ===", js_equals))
-    python_len = _replace_first(body, r"(\w+)\.size\(\)", r"len(\1)")
-    if python_len:
-        variants.append(("Python idiom len(x)", python_len))
-    return variants
+    return variants + _first_replaced(
+        body,
+        ("JavaScript idiom ===", r"==", "==="),
+        ("Python idiom len(x)", r"(\w+)\.size\(\)", r"len(\1)"),
+    )
 
 
 EARLY_EXIT = ("the program exits with status 0 before its tests ran; CodeGeeX judges the "
@@ -185,16 +185,12 @@ def js_idioms(problem: Problem) -> list[Variant]:
         ("debug print to stdout", _after_signature(problem, "  console.log('debug')\n")),
         ("process.exit(0) before the tests", _after_signature(problem, "  process.exit(0)\n")),
     ]
-    loose = _replace_first(body, r"===", "==")
-    if loose:
-        variants.append(("loose == for ===", loose))
-    var = _replace_first(body, r"\blet\b", "var")
-    if var:
-        variants.append(("var for let", var))
-    python_len = _replace_first(body, r"(\w+)\.length\b", r"len(\1)")
-    if python_len:
-        variants.append(("Python idiom len(x)", python_len))
-    return variants
+    return variants + _first_replaced(
+        body,
+        ("loose == for ===", r"===", "=="),
+        ("var for let", r"\blet\b", "var"),
+        ("Python idiom len(x)", r"(\w+)\.length\b", r"len(\1)"),
+    )
 
 
 def go_idioms(problem: Problem) -> list[Variant]:
@@ -215,9 +211,8 @@ def go_idioms(problem: Problem) -> list[Variant]:
     if unused:
         variants.append(("package named only in a comment",
                          _after_signature(problem, f"    // not {unused}.Anything\n")))
-    js_length = _replace_first(body, r"\blen\((\w+)\)", r"\1.length")
-    if js_length:
-        variants.append(("JavaScript idiom x.length", js_length))
+    variants += _first_replaced(
+        body, ("JavaScript idiom x.length", r"\blen\((\w+)\)", r"\1.length"))
     returns = list(re.finditer(r"\n[ \t]*return\b[^\n]*", body))
     if returns:
         last = returns[-1]
@@ -234,10 +229,8 @@ def rust_idioms(problem: Problem) -> list[Variant]:
         ("rand 0.8 API", _after_signature(
             problem, "    let _unused: u8 = rand::thread_rng().gen_range(0..10);\n")),
     ]
-    python_len = _replace_first(body, r"(\w+)\.len\(\)", r"len(\1)")
-    if python_len:
-        variants.append(("Python idiom len(x)", python_len))
-    return variants
+    return variants + _first_replaced(
+        body, ("Python idiom len(x)", r"(\w+)\.len\(\)", r"len(\1)"))
 
 
 register(AgreementPlugin(
@@ -295,13 +288,11 @@ def python_variants(problem: Problem) -> list[Variant]:
         text = "\n" + body
         variants.append(("drop the last return (Python)",
                          (text[: last.start()] + text[last.end():])[1:]))
-    js_length = _replace_first(body, r"\blen\((\w+)\)", r"\1.length")
-    if js_length:
-        variants.append(("JavaScript idiom x.length", js_length))
-    java_null = _replace_first(body, r"\bNone\b", "null")
-    if java_null:
-        variants.append(("Java idiom null", java_null))
-    return variants
+    return variants + _first_replaced(
+        body,
+        ("JavaScript idiom x.length", r"\blen\((\w+)\)", r"\1.length"),
+        ("Java idiom null", r"\bNone\b", "null"),
+    )
 
 
 register(AgreementPlugin(

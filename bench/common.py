@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from tests.webapp.services.real_services import PostgresDatabase, RedisServer
+    from webapp.stack import Stack
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
+BENCH_USER = "bench"
+"""Who owns the runs the page benchmarks build, and whom their requests come from."""
 
 
 def shared_dir() -> Path:
@@ -56,10 +66,51 @@ def configure_django(work: Path, database: str) -> None:
     os.environ["DATABASE_URL"] = f"sqlite:///{work / database}"
 
 
-def page_times(client: Any, path: str, repeats: int) -> tuple[bytes, list[float]]:
-    """Server time of a page in-process (Django's test client): one warm-up request
-    (connections, templates), then `repeats` timed ones, in milliseconds. Exits on an answer
-    other than 200. Returns the last body with the times."""
+def bench_user() -> User:
+    """Migrate the benchmark's own database and return its `bench` user, signed up on the
+    first run. Django must be set up."""
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+
+    from webapp.teams.services import user_sign_up
+
+    call_command("migrate", "--no-input", "-v", "0")
+    return User.objects.filter(username=BENCH_USER).first() or user_sign_up(
+        username=BENCH_USER, password="bench-password-123")
+
+
+def bench_client() -> Client:
+    """Django's test client, signed in as the `bench` user."""
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    client = Client()
+    client.force_login(User.objects.get(username=BENCH_USER))
+    return client
+
+
+def start_page_bench(description: str, *, work: str, database: str) -> argparse.Namespace:
+    """The start every in-process page benchmark shares: its `--repeats` and `--work`
+    options, Django set up on a database of its own under `--work`, and the load average
+    before it builds anything."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--work", default=str(REPO / "var" / work))
+    args = parser.parse_args()
+    configure_django(Path(args.work).resolve(), database)
+
+    import django
+
+    django.setup()
+    print(f"load average before: {load_average()}", flush=True)
+    return args
+
+
+def page_times(path: str, repeats: int) -> tuple[bytes, list[float]]:
+    """Server time of a page in-process (Django's test client, as the `bench` user): one
+    warm-up request (connections, templates), then `repeats` timed ones, in milliseconds.
+    Exits on an answer other than 200. Returns the last body with the times."""
+    client = bench_client()
     response = client.get(path)
     if response.status_code != 200:
         raise SystemExit(f"{path}: HTTP {response.status_code}")
@@ -99,6 +150,18 @@ def store_verdicts(run: Any, chunk: Any, variants: Any, passed: Any, samples_eac
     Sample.objects.bulk_create(samples, batch_size=2000)
     if results:
         ProblemResult.objects.bulk_create(problems)
+
+
+def stop_services(*, stack: Stack | None, redis_server: RedisServer | None,
+                  database: PostgresDatabase | None) -> None:
+    """Stop what a benchmark on the real services started (None: it never started): the
+    stack first, as its processes use the other two."""
+    if stack is not None:
+        stack.stop()
+    if redis_server is not None:
+        redis_server.stop()
+    if database is not None:
+        database.drop()
 
 
 def memory_kb(pid: int) -> tuple[int, int]:

@@ -16,7 +16,6 @@ and template rendering; no network): a warm-up request, then the median and the 
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -26,7 +25,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.common import configure_django, load_average, page_times, store_verdicts  # noqa: E402, E501
+from bench.common import bench_user, load_average, page_times, start_page_bench, store_verdicts  # noqa: E402
 
 TARGET_MS = 500.0
 SAMPLES = 100
@@ -42,8 +41,6 @@ PLANS = [  # name, model, seed, skill shift
 
 def build_runs() -> list[Any]:
     import numpy as np
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
     from django.db import transaction
 
     from evaluator.datasets import load_dataset
@@ -51,11 +48,8 @@ def build_runs() -> list[Any]:
     from webapp.benchmarks.services import dataset_import
     from webapp.runs.models import Chunk, Run
     from webapp.teams.selectors import default_team
-    from webapp.teams.services import user_sign_up
 
-    call_command("migrate", "--no-input", "-v", "0")
-    user = User.objects.filter(username="bench").first() or user_sign_up(
-        username="bench", password="bench-password-123")
+    user = bench_user()
     existing = list(Run.objects.filter(owner=user, name__in=[p[0] for p in PLANS],
                                        status=Run.Status.FINISHED).order_by("pk"))
     if len(existing) == len(PLANS):
@@ -93,24 +87,11 @@ def build_runs() -> list[Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--work", default=str(REPO / "var" / "compare-many-bench"))
-    args = parser.parse_args()
-    configure_django(Path(args.work).resolve(), "compare-many.sqlite3")
-
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-    from django.test import Client
-
-    print(f"load average before: {load_average()}", flush=True)
+    args = start_page_bench(__doc__.splitlines()[0], work="compare-many-bench",
+                            database="compare-many.sqlite3")
     runs = build_runs()
-    client = Client()
-    client.force_login(User.objects.get(username="bench"))
     path = "/compare/many/?runs=" + ",".join(str(run.pk) for run in runs)
-    _, times = page_times(client, path, args.repeats)
+    _, times = page_times(path, args.repeats)
     median = statistics.median(times)
     print(f"load average after: {load_average()}")
     print(f"{len(runs)} runs x 164 problems x {SAMPLES} samples · {path}")

@@ -20,7 +20,6 @@ of each run's three ways); it is printed too. The goal is a median under 500 ms.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -31,10 +30,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.common import (  # noqa: E402
-    configure_django,
+    bench_client,
+    bench_user,
     load_average,
     page_times,
     shared_dir,
+    start_page_bench,
     store_verdicts,
 )
 
@@ -47,8 +48,6 @@ PLANS = [("coder-a", 0.00), ("coder-b", 0.05), ("coder-c", -0.10), ("coder-d", 0
 
 def build_runs(source: Path) -> list[Any]:
     import numpy as np
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
     from django.db import transaction
     from django.utils import timezone
 
@@ -61,11 +60,8 @@ def build_runs(source: Path) -> list[Any]:
     from webapp.runs.aggregation import run_finalize
     from webapp.runs.models import Chunk, Run
     from webapp.teams.selectors import default_team
-    from webapp.teams.services import user_sign_up
 
-    call_command("migrate", "--no-input", "-v", "0")
-    user = User.objects.filter(username="bench").first() or user_sign_up(
-        username="bench", password="bench-password-123")
+    user = bench_user()
     team = default_team(user=user)
     done = list(Run.objects.filter(owner=user, status=Run.Status.FINISHED).order_by("pk"))
     if len(done) == len(PLANS):
@@ -125,7 +121,7 @@ def time_page(client: Any, path: str, repeats: int) -> dict[str, float]:
     first = (time.perf_counter() - start) * 1000
     if response.status_code != 200:
         raise SystemExit(f"{path}: HTTP {response.status_code}")
-    _, times = page_times(client, path, repeats)
+    _, times = page_times(path, repeats)
     return _figures(first, times)
 
 
@@ -164,24 +160,12 @@ def time_block(run: Any, repeats: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--work", default=str(REPO / "var" / "defect-scores-bench"))
-    args = parser.parse_args()
+    args = start_page_bench(__doc__.splitlines()[0], work="defect-scores-bench",
+                            database="defect-scores.sqlite3")
     source = shared_dir() / SOURCE
-    configure_django(Path(args.work).resolve(), "defect-scores.sqlite3")
-
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-    from django.test import Client
-
-    print(f"load average before: {load_average()}", flush=True)
     runs = build_runs(source)
     a, b = runs[0], runs[1]
-    client = Client()
-    client.force_login(User.objects.get(username="bench"))
+    client = bench_client()
     team = a.team.slug
     pages = {}
     for way in ("original", "patched", "excluding"):

@@ -33,7 +33,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.common import load_average, memory_kb, peak_reset  # noqa: E402
+from bench.common import bench_client, bench_user, load_average, memory_kb, peak_reset  # noqa: E402
 
 POSTGRES_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 POSTGRES_DB = "workbench_finished_reads_bench"
@@ -57,20 +57,15 @@ def configure(work: Path) -> None:
 
 
 def runs_of_each_size() -> dict[int, Any]:
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
 
     from evaluator.datasets import load_dataset
     from tests.webapp.large_run import large_run_create
     from webapp.benchmarks.services import dataset_import
     from webapp.runs.models import Run
     from webapp.teams.selectors import default_team
-    from webapp.teams.services import user_sign_up
 
-    call_command("migrate", "--no-input", "-v", "0")
+    user = bench_user()
     dataset = dataset_import(loaded=load_dataset(), source="package:humaneval").dataset
-    user = User.objects.filter(username="bench").first() or user_sign_up(
-        username="bench", password="bench-password-123")
     runs = {}
     for per_task in SIZES:
         name = f"reads n={per_task}"
@@ -117,9 +112,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from django.contrib.auth.models import User
     from django.core.cache import cache
-    from django.test import Client
 
     from webapp.runs.aggregation import _score
     from webapp.runs.models import RunDigest
@@ -128,8 +121,7 @@ def main() -> None:
 
     print(f"load average before: {load_average()}", flush=True)
     runs = runs_of_each_size()
-    client = Client()
-    client.force_login(User.objects.get(username="bench"))
+    client = bench_client()
 
     def uncached(path: str) -> Callable[[], object]:
         def get() -> object:

@@ -60,7 +60,7 @@ sys.path.insert(0, str(REPO))
 
 import pytest  # noqa: E402  (real_services reports a missing server with pytest.skip)
 
-from bench.common import load_average, shared_dir  # noqa: E402
+from bench.common import load_average, shared_dir, stop_services  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
 from evaluator.records import Problem  # noqa: E402
 from tests.webapp.services.live_stack import Browser, LiveViewer, add_user, api  # noqa: E402
@@ -721,12 +721,7 @@ def main() -> None:
         print_tails(log_dir)
         raise
     finally:
-        if stack is not None:
-            stack.stop()
-        if redis_server is not None:
-            redis_server.stop()
-        if database is not None:
-            database.drop()
+        stop_services(stack=stack, redis_server=redis_server, database=database)
         if log_dir.is_dir():
             summarise_logs(log_dir)
         if args.keep:

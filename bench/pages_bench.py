@@ -54,7 +54,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.common import load_average, shared_dir  # noqa: E402
+from bench.common import bench_client, bench_user, load_average, shared_dir, stop_services  # noqa: E402
 
 TARGET_MS = 500.0
 POSTGRES_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -98,8 +98,6 @@ def subset(source: Path, target: Path, part: slice) -> Path:
 
 
 def build_runs(big: Path, work: Path) -> dict[str, Any]:
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
 
     from evaluator.datasets import load_dataset
     from webapp.benchmarks.services import dataset_import
@@ -107,12 +105,9 @@ def build_runs(big: Path, work: Path) -> dict[str, Any]:
     from webapp.runs.services import run_create
     from webapp.runs.uploads import EvaluationOptions, upload_check
     from webapp.teams.selectors import default_team
-    from webapp.teams.services import user_sign_up
 
-    call_command("migrate", "--no-input", "-v", "0")
+    user = bench_user()
     dataset = dataset_import(loaded=load_dataset(), source="package:humaneval").dataset
-    user = User.objects.filter(username="bench").first() or user_sign_up(
-        username="bench", password="bench-password-123")
     team = default_team(user=user)
     plans = [
         ("codegen-16b n=100", "codegen-16b", big, slice(None)),
@@ -149,20 +144,15 @@ def build_runs(big: Path, work: Path) -> dict[str, Any]:
 
 def build_runs_directly() -> dict[str, Any]:
     """A, B and C with their verdicts written straight into the database, then scored."""
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
 
     from evaluator.datasets import load_dataset
     from tests.webapp.large_run import large_run_create
     from webapp.benchmarks.services import dataset_import
     from webapp.runs.models import Run
     from webapp.teams.selectors import default_team
-    from webapp.teams.services import user_sign_up
 
-    call_command("migrate", "--no-input", "-v", "0")
+    user = bench_user()
     dataset = dataset_import(loaded=load_dataset(), source="package:humaneval").dataset
-    user = User.objects.filter(username="bench").first() or user_sign_up(
-        username="bench", password="bench-password-123")
     runs: dict[str, Any] = {"timings": {}}
     for name, per_task in (("codegen-16b n=100", 100), ("codegen-16b first 50", 50),
                            ("codegen-16b last 50", 50)):
@@ -234,9 +224,7 @@ def in_process(args: argparse.Namespace) -> None:
     import django
 
     django.setup()
-    from django.contrib.auth.models import User
     from django.db.models import F
-    from django.test import Client
 
     print(f"load average before: {load_average()}", flush=True)
     if args.evaluate:
@@ -246,8 +234,7 @@ def in_process(args: argparse.Namespace) -> None:
         runs = build_runs_directly()
     a, b, c = (runs[name] for name in ("codegen-16b n=100", "codegen-16b first 50",
                                        "codegen-16b last 50"))
-    client = Client()
-    client.force_login(User.objects.get(username="bench"))
+    client = bench_client()
     team = a.team.slug
     failing_problem = a.problem_results.filter(c__lt=F("n"), c__gt=0).order_by("problem__number")
     number = failing_problem.values_list("problem__number", flat=True).first() or 0
@@ -507,12 +494,7 @@ def under_load(args: argparse.Namespace) -> None:
                           "load_average": load_after, "pages": results,
                           "web_cpu_ms_per_request": round(web_cpu * 1000 / max(1, total), 1)}))
     finally:
-        if stack is not None:
-            stack.stop()
-        if redis_server is not None:
-            redis_server.stop()
-        if database is not None:
-            database.drop()
+        stop_services(stack=stack, redis_server=redis_server, database=database)
         if args.keep:
             print(f"work folder kept: {work}")
         else:

@@ -21,7 +21,6 @@ problems drawn side by side). The goal is a median under 500 ms for each.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -31,7 +30,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.common import configure_django, load_average, page_times, store_verdicts  # noqa: E402, E501
+from bench.common import bench_user, load_average, page_times, start_page_bench, store_verdicts  # noqa: E402
 
 TARGET_MS = 500.0
 SAMPLES = 100
@@ -74,8 +73,6 @@ def _variant_dataset(base: Any, name: str, language: str, natural: str) -> Any:
 
 def build_suite(suite_name: str = SUITE_NAME, broken: tuple[int, ...] = ()) -> Any:
     import numpy as np
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
     from django.db import transaction
 
     from evaluator.datasets import load_dataset
@@ -84,11 +81,8 @@ def build_suite(suite_name: str = SUITE_NAME, broken: tuple[int, ...] = ()) -> A
     from webapp.runs.models import Chunk, Run, RunMetric
     from webapp.suites.models import Suite, SuiteRun
     from webapp.teams.selectors import default_team
-    from webapp.teams.services import user_sign_up
 
-    call_command("migrate", "--no-input", "-v", "0")
-    user = User.objects.filter(username="bench").first() or user_sign_up(
-        username="bench", password="bench-password-123")
+    user = bench_user()
     suite = Suite.objects.filter(owner=user, name=suite_name).first()
     if suite is not None and suite.runs.filter(status=Run.Status.FINISHED).count() == 6:
         return suite
@@ -139,24 +133,12 @@ def build_suite(suite_name: str = SUITE_NAME, broken: tuple[int, ...] = ()) -> A
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--work", default=str(REPO / "var" / "suite-bench"))
-    args = parser.parse_args()
-    configure_django(Path(args.work).resolve(), "suite.sqlite3")
-
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-    from django.test import Client
+    args = start_page_bench(__doc__.splitlines()[0], work="suite-bench",
+                            database="suite.sqlite3")
     from django.urls import reverse
 
-    print(f"load average before: {load_average()}", flush=True)
     suite = build_suite()
     defects_suite = build_suite(DEFECT_SUITE_NAME, BROKEN_ARABIC)
-    client = Client()
-    client.force_login(User.objects.get(username="bench"))
     base = suite.get_absolute_url()
     worst = 0.0
     # The suite's translation-fidelity page (webapp/suites/fidelity_views.py) is timed too.
@@ -164,7 +146,7 @@ def main() -> None:
                                         "?group=programming&sort=mean")]
     paths += [reverse("fidelity:suite", args=[pk]) for pk in (suite.pk, defects_suite.pk)]
     for path in paths:
-        body, times = page_times(client, path, args.repeats)
+        body, times = page_times(path, args.repeats)
         cells = body.count(b'class="cell"')
         median = statistics.median(times)
         worst = max(worst, median)

@@ -14,7 +14,7 @@ import signal
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 from evaluator.languages.toolchains import Tool, ToolchainError
 from evaluator.profiles import ProfileKnob
@@ -41,6 +41,18 @@ OUTPUT_KEEP = 4000
 
 class LanguageError(ValueError):
     """The problem cannot be run in this language (no test set, unsupported layout...)."""
+
+
+_Toolchain = TypeVar("_Toolchain")
+
+
+def required_toolchain(find: Callable[[], _Toolchain]) -> _Toolchain:
+    """`find()`'s toolchain; one that is missing or broken fails the job with a
+    LanguageError, as the sample cannot be run here."""
+    try:
+        return find()
+    except ToolchainError as exc:
+        raise LanguageError(str(exc)) from exc
 
 
 @dataclass(frozen=True)
@@ -251,6 +263,12 @@ class Language(ABC):
         compile step included)."""
         return None
 
+    def complete_answer(self, prepared: PreparedJob, answer: dict[str, Any]) -> dict[str, Any]:
+        """The runner's answer as the shared verdict rules read it. A harness that reports
+        each assertion by its site, or a program judged whole, has its records completed
+        here from `prepared`'s context; by default the answer stands as it came."""
+        return answer
+
     def interpret(
         self,
         prepared: PreparedJob,
@@ -260,6 +278,7 @@ class Language(ABC):
         options: RunOptions,
         sandbox: SandboxInfo,
     ) -> SampleResult:
+        answer = self.complete_answer(prepared, answer)
         verdict = judge(answer, harness_reports_first=self.harness_reports_first)
         if not verdict.finished and _program_started(answer, verdict.status):
             verdict.tests += never_ran(answer.get("records", []), verdict.tests)

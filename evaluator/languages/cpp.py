@@ -69,7 +69,6 @@ from evaluator.languages.base import (
 from evaluator.languages.lexing import ScanError, Token
 from evaluator.languages.reporting import (
     BUILD_FILE,
-    FALLBACK_MARKER,
     LAUNCHER,
     LAUNCHER_FILE,
     Rewrite,
@@ -94,7 +93,7 @@ from evaluator.languages.toolchains import (
     run_tool,
     version_key,
 )
-from evaluator.records import Problem, RunOptions, Sample, SampleResult, SandboxInfo
+from evaluator.records import Problem, RunOptions, Sample
 from evaluator.sandbox.base import Mount
 
 HARNESS = Path(__file__).resolve().parent / "runtime" / "cpp_harness.h"
@@ -709,21 +708,15 @@ class Cpp(Language):
         digest = program_hash("cpp", cxx.version, json.dumps(compile_argv),
                               json.dumps(files, sort_keys=True))
         context: dict[str, Any] = {
-            "mode": "split" if built.rewrite.split else "whole",
-            "whole_reason": built.rewrite.whole_reason,
-            "sites": [site.to_dict() for site in built.rewrite.sites],
-            "test_first_line": built.test_first_line,
-            "fallback_marker": FALLBACK_MARKER if built.rewrite.split else "",
+            **built.rewrite.job_context(test_first_line=built.test_first_line),
             "standard": built.standard,
             "precompiled_headers": list(built.headers),
         }
         return PreparedJob(job=job, program=built.program, program_hash=digest,
                            context=context)
 
-    def interpret(self, prepared: PreparedJob, answer: dict[str, Any], sample: Sample,
-                  problem: Problem, options: RunOptions, sandbox: SandboxInfo) -> SampleResult:
-        return super().interpret(prepared, normalise_records(prepared.context, answer),
-                                 sample, problem, options, sandbox)
+    def complete_answer(self, prepared: PreparedJob, answer: dict[str, Any]) -> dict[str, Any]:
+        return normalise_records(prepared.context, answer)
 
     def mounts(self) -> list[Mount]:
         # The precompiled preludes; the compiler itself is under /usr, which every

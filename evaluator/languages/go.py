@@ -48,6 +48,7 @@ from evaluator.languages.base import (
     LanguageError,
     PreparedJob,
     program_hash,
+    required_toolchain,
 )
 from evaluator.languages.reporting import (
     LAUNCHER,
@@ -574,10 +575,7 @@ class Go(Language):
         return tools.vet_checks
 
     def _toolchain(self) -> GoToolchain:
-        try:
-            return toolchain()
-        except ToolchainError as exc:
-            raise LanguageError(str(exc)) from exc
+        return required_toolchain(toolchain)
 
     def mounts(self) -> list[Mount]:
         tools = self._toolchain()
@@ -630,10 +628,13 @@ class Go(Language):
         return built.plain or None
 
     # -- reading the outcome ------------------------------------------------------------
+    def complete_answer(self, prepared: PreparedJob, answer: dict[str, Any]) -> dict[str, Any]:
+        return normalise_records(prepared, answer)
+
     def interpret(self, prepared: PreparedJob, answer: dict[str, Any], sample: Sample,
                   problem: Problem, options: RunOptions, sandbox: SandboxInfo) -> SampleResult:
-        result = super().interpret(prepared, normalise_records(prepared, answer), sample,
-                                   problem, options, sandbox)
+        # `answer` as the runner gave it: vet's findings are in its own step.
+        result = super().interpret(prepared, answer, sample, problem, options, sandbox)
         return _with_vet_findings(result, prepared, answer)
 
 

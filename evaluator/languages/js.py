@@ -52,10 +52,10 @@ from evaluator.languages.base import (
     AskCompiler,
     CompileService,
     Language,
-    LanguageError,
     PreparedJob,
     RemoteBuild,
     program_hash,
+    required_toolchain,
 )
 from evaluator.languages.reporting import LAUNCHER, LAUNCHER_FILE
 from evaluator.languages.syntax_check import Answer, RunJob, parse_by_script
@@ -201,10 +201,7 @@ class JavaScript(Language):
         return RemoteBuild(steps=[], job=None, answer=result)
 
     def _toolchain(self) -> tuple[str, str]:
-        try:
-            return _node()
-        except ToolchainError as exc:
-            raise LanguageError(str(exc)) from exc
+        return required_toolchain(_node)
 
     def mounts(self) -> list[Mount]:
         mounts = [Mount(RUNTIME)]

@@ -118,6 +118,17 @@ class Rewrite:
     def split(self) -> bool:
         return not self.whole_reason
 
+    def job_context(self, *, test_first_line: int) -> dict[str, Any]:
+        """The job context's account of this rewrite, which `normalise_records` (and a
+        warm compile, for `test_first_line`) reads back once the job has run."""
+        return {
+            "mode": "split" if self.split else "whole",
+            "whole_reason": self.whole_reason,
+            "sites": [site.to_dict() for site in self.sites],
+            "test_first_line": test_first_line,
+            "fallback_marker": FALLBACK_MARKER if self.split else "",
+        }
+
 
 def normalise_records(context: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
     """The runner's answer, with site-indexed records completed for `judge`."""

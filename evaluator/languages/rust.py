@@ -50,6 +50,7 @@ from evaluator.languages.base import (
     LanguageError,
     PreparedJob,
     program_hash,
+    required_toolchain,
 )
 from evaluator.languages.go import normalise_records
 from evaluator.languages.reporting import (
@@ -70,7 +71,7 @@ from evaluator.languages.toolchains import (
     tree_key,
     version_key,
 )
-from evaluator.records import Problem, RunOptions, Sample, SampleResult, SandboxInfo
+from evaluator.records import Problem, RunOptions, Sample
 from evaluator.sandbox.base import Mount
 
 RUNTIME = Path(__file__).resolve().parent / "runtime" / "rust"
@@ -403,10 +404,7 @@ class Rust(Language):
         })
 
     def _toolchain(self) -> RustToolchain:
-        try:
-            return toolchain()
-        except ToolchainError as exc:
-            raise LanguageError(str(exc)) from exc
+        return required_toolchain(toolchain)
 
     def mounts(self) -> list[Mount]:
         tools = self._toolchain()
@@ -422,7 +420,5 @@ class Rust(Language):
     def require_toolchain(self) -> None:
         toolchain()
 
-    def interpret(self, prepared: PreparedJob, answer: dict[str, Any], sample: Sample,
-                  problem: Problem, options: RunOptions, sandbox: SandboxInfo) -> SampleResult:
-        return super().interpret(prepared, normalise_records(prepared, answer), sample,
-                                 problem, options, sandbox)
+    def complete_answer(self, prepared: PreparedJob, answer: dict[str, Any]) -> dict[str, Any]:
+        return normalise_records(prepared, answer)

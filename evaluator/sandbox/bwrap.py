@@ -32,20 +32,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from evaluator.sandbox.base import Backend, LaunchSpec
+from evaluator.sandbox.base import LaunchSpec
+from evaluator.sandbox.confined import ConfinedBackend
 from evaluator.sandbox.rootfs import (
     SANDBOX_GID,
-    SANDBOX_PATH,
     SANDBOX_UID,
     SCRATCH,
     build_view,
     runner_environment,
 )
-from evaluator.sandbox.seccomp_filter import FilterUnavailable, compiled_filter
+from evaluator.sandbox.seccomp_filter import compiled_filter
 
-SANDBOX_PYTHON = "/usr/bin/python3"
-"""The system's Python: readable by nobody and inside the read-only view, unlike a
-pyenv under /root."""
 SECCOMP_FD = 3
 """The descriptor at which bwrap reads the compiled filter."""
 WITH_FILTER = f'filter=$1; shift; exec "$@" {SECCOMP_FD}<"$filter"'
@@ -64,7 +61,7 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
-class BwrapBackend(Backend):
+class BwrapBackend(ConfinedBackend):
     name = "bwrap"
     strength = 20
 
@@ -73,13 +70,7 @@ class BwrapBackend(Backend):
             return "bubblewrap is not installed (Debian package: bubblewrap)"
         if os.geteuid() == 0 and shutil.which("setpriv") is None:
             return "setpriv is missing (Debian package: util-linux), and bwrap must not run as root"
-        if not os.access(SANDBOX_PYTHON, os.X_OK):
-            return f"{SANDBOX_PYTHON} is missing (Debian package: python3)"
-        try:
-            compiled_filter()
-        except FilterUnavailable as exc:
-            return f"the system-call filter cannot be built: {exc}"
-        return self.try_launch(timeout=30)
+        return self.runner_missing() or self.try_launch(timeout=30)
 
     def describe(self) -> dict[str, Any]:
         abi = landlock_abi()
@@ -88,13 +79,6 @@ class BwrapBackend(Backend):
             "seccomp": {"filter": compiled_filter().name, "default": "EPERM"},
             "landlock": {"active": abi > 0, "abi": abi or None},
         }
-
-    def python(self) -> str:
-        return SANDBOX_PYTHON
-
-    def environment(self, spec: LaunchSpec) -> dict[str, str]:
-        # Only what bwrap itself needs; the runner's environment is given with --setenv.
-        return {"PATH": SANDBOX_PATH + ":/usr/sbin:/sbin", "LANG": "C.UTF-8"}
 
     def command(self, spec: LaunchSpec) -> list[str]:
         # Built (or found in the cache) before anything starts; raises if it cannot be.

@@ -35,19 +35,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from evaluator.sandbox.base import Backend, LaunchSpec
+from evaluator.sandbox.base import LaunchSpec
+from evaluator.sandbox.confined import ConfinedBackend
 from evaluator.sandbox.rootfs import (
     SANDBOX_GID,
-    SANDBOX_PATH,
     SANDBOX_UID,
     SCRATCH,
     build_view,
     in_scratch,
     runner_environment,
 )
-from evaluator.sandbox.seccomp_filter import FilterUnavailable, compiled_filter
+from evaluator.sandbox.seccomp_filter import compiled_filter
 
-SANDBOX_PYTHON = "/usr/bin/python3"
 SECCOMP_TARGET = "/etc/evaluator-seccomp.bpf"
 """Where the runner finds the compiled system-call filter it installs on itself."""
 RUNSC = os.environ.get("EVALUATOR_RUNSC", "runsc")
@@ -110,7 +109,7 @@ def _mount_point(rootfs: Path, target: str, *, directory: bool) -> None:
         point.chmod(0o644)
 
 
-class GvisorBackend(Backend):
+class GvisorBackend(ConfinedBackend):
     name = "gvisor"
     strength = 30
     memory_overhead_mb = 384
@@ -126,13 +125,7 @@ class GvisorBackend(Backend):
             return "gVisor is not installed (Debian package: runsc)"
         if os.geteuid() != 0:
             return "runsc needs root to build its sandbox here (rootless OCI runs are not used)"
-        if not os.access(SANDBOX_PYTHON, os.X_OK):
-            return f"{SANDBOX_PYTHON} is missing (Debian package: python3)"
-        try:
-            compiled_filter()
-        except FilterUnavailable as exc:
-            return f"the system-call filter cannot be built: {exc}"
-        return self.try_launch(timeout=60)
+        return self.runner_missing() or self.try_launch(timeout=60)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -140,12 +133,6 @@ class GvisorBackend(Backend):
             "platform": platform(),
             "seccomp": {"filter": compiled_filter().name, "default": "EPERM"},
         }
-
-    def python(self) -> str:
-        return SANDBOX_PYTHON
-
-    def environment(self, spec: LaunchSpec) -> dict[str, str]:
-        return {"PATH": SANDBOX_PATH + ":/usr/sbin:/sbin", "LANG": "C.UTF-8"}
 
     def host_pids(self, spec: LaunchSpec) -> int:
         # Under ptrace every sandboxed thread is a host thread, and the Sentry keeps a

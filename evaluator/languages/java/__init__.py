@@ -33,6 +33,7 @@ from evaluator.languages.base import (
     PreparedJob,
     RemoteBuild,
     program_hash,
+    required_toolchain,
 )
 from evaluator.languages.java.asserts import rewrite_test
 from evaluator.languages.java.compile_service import build_with_service, javac_service
@@ -47,7 +48,6 @@ from evaluator.languages.java.toolchain import (
 )
 from evaluator.languages.reporting import (
     BUILD_FILE,
-    FALLBACK_MARKER,
     LAUNCHER,
     LAUNCHER_FILE,
     Rewrite,
@@ -57,7 +57,7 @@ from evaluator.languages.reporting import (
 from evaluator.languages.syntax_check import Answer, RunJob, parse_batched
 from evaluator.languages.toolchains import ToolchainError, cache_root
 from evaluator.profiles import ProfileKnob, get_profile
-from evaluator.records import Problem, RunOptions, Sample, SampleResult, SandboxInfo
+from evaluator.records import Problem, RunOptions, Sample
 from evaluator.sandbox.base import Mount, SandboxLimits
 
 __all__ = ["FAST_JVM", "Java", "JavaProgram", "Jdk", "class_names", "javatuples", "jdk",
@@ -114,10 +114,7 @@ class Java(Language):
 
     def prepare(self, problem: Problem, sample: Sample, options: RunOptions) -> PreparedJob:
         built = self.build(problem, sample, options)
-        try:
-            tools = jdk()
-        except ToolchainError as exc:
-            raise LanguageError(str(exc)) from exc
+        tools = required_toolchain(jdk)
         classpath = _classpath(tools, built)
         javac = [tools.javac, *(f"-J{flag}" for flag in FAST_JVM)]
         if tools.javac_archive is not None:
@@ -156,11 +153,7 @@ class Java(Language):
         digest = program_hash("java", tools.version, json.dumps([compile_argv, run_argv]),
                               json.dumps(files, sort_keys=True))
         context: dict[str, Any] = {
-            "mode": "split" if built.rewrite.split else "whole",
-            "whole_reason": built.rewrite.whole_reason,
-            "sites": [site.to_dict() for site in built.rewrite.sites],
-            "test_first_line": built.test_first_line,
-            "fallback_marker": FALLBACK_MARKER if built.rewrite.split else "",
+            **built.rewrite.job_context(test_first_line=built.test_first_line),
             "main_class": built.main_class,
             # What `build_remotely` needs to compile this program with the warm javac.
             "remote": {"options": javac_options, "file_name": built.file_name,
@@ -170,10 +163,8 @@ class Java(Language):
         return PreparedJob(job=job, program=built.program, program_hash=digest,
                            context=context)
 
-    def interpret(self, prepared: PreparedJob, answer: dict[str, Any], sample: Sample,
-                  problem: Problem, options: RunOptions, sandbox: SandboxInfo) -> SampleResult:
-        return super().interpret(prepared, normalise_records(prepared.context, answer),
-                                 sample, problem, options, sandbox)
+    def complete_answer(self, prepared: PreparedJob, answer: dict[str, Any]) -> dict[str, Any]:
+        return normalise_records(prepared.context, answer)
 
     def compile_service(self, limits: SandboxLimits) -> CompileService | None:
         try:
