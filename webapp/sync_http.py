@@ -22,7 +22,6 @@ Websockets are untouched: Channels serves them on the event loop (`webapp.asgi`)
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import sys
 import threading
@@ -111,10 +110,13 @@ class SyncDjangoHTTP:
             gone = threading.Event()
             watcher = asyncio.create_task(_watch_disconnect(receive, gone))
             loop = asyncio.get_running_loop()
-            context = contextvars.copy_context()
             try:
+                # In the pool thread's own context, which lasts as long as the thread, as
+                # under a threaded WSGI server: what Django keeps per thread in a context
+                # variable (its cache clients, with their Redis connections) is made once
+                # per thread, not once per request.
                 await loop.run_in_executor(
-                    self.pool, context.run, self._serve, scope, body, send, loop, gone)
+                    self.pool, self._serve, scope, body, send, loop, gone)
             finally:
                 watcher.cancel()
 

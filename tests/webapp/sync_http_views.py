@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
+from django.core.cache import caches
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path
@@ -23,6 +24,13 @@ def where(request: HttpRequest, rest: str) -> JsonResponse:
                          "q": request.GET.get("q", ""), "host": request.get_host(),
                          "secure": request.is_secure(), "remote": request.META["REMOTE_ADDR"],
                          "cookies": dict(request.COOKIES)})
+
+
+def cache_client(request: HttpRequest) -> JsonResponse:
+    """Which cache object (and so which client and connections) served this request."""
+    backend = caches["default"]
+    backend.get("sync-http-probe")
+    return JsonResponse({"thread": threading.get_ident(), "cache": id(backend)})
 
 
 @csrf_exempt
@@ -49,6 +57,7 @@ def fails(request: HttpRequest) -> HttpResponse:
 urlpatterns = [
     path("where/<path:rest>", where),
     path("echo/", echo),
+    path("cache/", cache_client),
     path("stream/", stream),
     path("fails/", fails),
 ]

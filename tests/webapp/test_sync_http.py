@@ -158,6 +158,16 @@ def test_requests_reuse_the_pools_threads_and_end_on_the_thread_they_ran_on(app)
         assert seen[2 * index + 1] == ("finished", thread)
 
 
+def test_a_pool_thread_keeps_its_cache_client_between_requests():
+    """Django keeps a cache client per thread in a context variable. Run in a new context
+    for each request, every request made a new client, and with Redis a new connection:
+    a TCP connect and a handshake on every page."""
+    app = SyncDjangoHTTP(threads=1)
+    answers = [json.loads(exchange(app, scope_of("/cache/")).body) for _ in range(4)]
+    assert len({answer["thread"] for answer in answers}) == 1
+    assert len({answer["cache"] for answer in answers}) == 1
+
+
 def test_a_download_leaves_a_part_at_a_time(app):
     done = exchange(app, scope_of("/stream/", query=b"n=500"))
     assert done.status == 200
