@@ -5,14 +5,19 @@ The views still build their answers as plain dicts (`run_summary`, `duplicate_an
 these models describe them for the schema, and `tests/webapp/runs/test_openapi.py` checks
 real answers against it, so a field added to a view and not here fails a test only when it
 breaks a declared type. Objects stay open (extra keys allowed) where a view may grow.
+`RunPatch` is more than a description: it checks every edit of a run, the page's too.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, get_args
 
+from django.core.exceptions import ValidationError
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
+from pydantic import ValidationError as PydanticError
+from pydantic_core import PydanticCustomError
 
 from webapp.textfields import JSONText, NameText, SlugText, StoredJSONObject
 
@@ -191,18 +196,74 @@ class RunSummary(Schema):
     problems: list[ProblemScore] | None = Field(None, description="Absent with ?problems=0.")
 
 
+NOT_AN_OBJECT = 'Give a JSON object, like {"temperature": 0.8}.'
+
+
+def _trimmed(value: object) -> object:
+    # As the edit page's fields always were; what is not text is left for the type check.
+    return value.strip() if isinstance(value, str) else value
+
+
+def _named(value: str) -> str:
+    if not value:
+        raise PydanticCustomError("name_required", "A run needs a name.")
+    return value
+
+
+def _json_object(value: object) -> object:
+    if not isinstance(value, dict):
+        raise PydanticCustomError("not_an_object", NOT_AN_OBJECT)
+    return value
+
+
+# An edit's fields: Annotated applies them in turn, so the text is trimmed before its
+# length is counted, as a form counts it.
+EditedName = Annotated[NameText, BeforeValidator(_trimmed), AfterValidator(_named)]
+EditedModel = Annotated[NameText, BeforeValidator(_trimmed)]
+EditedTeam = Annotated[SlugText, BeforeValidator(_trimmed)]
+EditedMeta = Annotated[StoredJSONObject, BeforeValidator(_json_object)]
+
+
+# The one declaration of what an edit may hold, for the API and the edit page alike
+# (`run_patch_checked`); whether the editor may join the new team is `run_update`'s to say.
 class RunPatch(Schema):
     """`PATCH /api/runs/<id>`: any of these; the others stay as they are. The endpoint
-    validates its body with this model, so what it says here is what it checks."""
+    validates its body with this model, and the run's edit page its fields, so what it
+    says here is what both check."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"visibility": "public", "team": "my-lab"}]})
 
     visibility: Visibility | None = None
-    team: SlugText | None = Field(None, description="The new team's slug; you must be a member.")
-    name: NameText | None = None
-    model: NameText | None = None
-    model_meta: StoredJSONObject | None = None
+    team: EditedTeam | None = Field(None, description="The new team's slug; you must be a "
+                                                      "member.")
+    name: EditedName | None = None
+    model: EditedModel | None = None
+    model_meta: EditedMeta | None = None
+
+
+EDIT_MESSAGES = {
+    "string_too_long": "At most {max_length} characters.",
+    "literal_error": f"Choose one of {', '.join(get_args(Visibility))}.",
+    "extra_forbidden": "Not a field that can be changed.",
+}
+"""Pydantic's own refusals of an edit, by type, in the words of the project's messages
+(templates over the error's context); the validators above speak for themselves, and a
+wrong type (which only the API can send) keeps pydantic's words."""
+
+
+def run_patch_checked(values: Mapping[str, object]) -> RunPatch:
+    """`values` as `RunPatch` holds them, or a `ValidationError` that names everything
+    wrong, by field: the API answers it, the edit page shows it beside its fields."""
+    try:
+        return RunPatch.model_validate(values, strict=True)
+    except PydanticError as exc:
+        wrong: dict[str, list[str]] = {}
+        for error in exc.errors():
+            template = EDIT_MESSAGES.get(error["type"])
+            message = template.format(**error.get("ctx", {})) if template else error["msg"]
+            wrong.setdefault(str(error["loc"][0]) if error["loc"] else "", []).append(message)
+        raise ValidationError(wrong) from None
 
 
 class Change(Schema):

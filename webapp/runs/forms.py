@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django import forms
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
@@ -14,6 +15,8 @@ from evaluator.profiles import PROFILES, default_profile, get_profile
 from evaluator.sanitize import sanitize_by_default
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import dataset_list, dataset_lookup
+from webapp.runs.api_schemas import NOT_AN_OBJECT
+from webapp.runs.lifecycle import RunEdit, run_edit_from
 from webapp.runs.models import Run
 from webapp.teams.models import Team
 from webapp.teams.selectors import teams_for_user
@@ -24,6 +27,7 @@ from webapp.textfields import (
     FlagField,
     TextField,
     json_object_from_text,
+    json_parse,
 )
 
 TOKEN_MAX = 500_000
@@ -187,26 +191,70 @@ class ConfirmForm(forms.Form):
     """The id of the variant the check suggested, to evaluate against it instead."""
 
 
-class RunEditForm(forms.Form):
-    """The run page's edit form. The team is checked against the editor's teams by
-    `lifecycle.clean_edit`, which also reports errors for the API."""
+class _DrawnText(forms.CharField):
+    """A text field the edit form draws with its limit and hands on as sent: `RunPatch`
+    checks it, in the words the API uses."""
 
-    name = TextField(max_length=NAME_MAX)
-    model_name = TextField(max_length=NAME_MAX, required=False, label="Model")
+    def __init__(self, *, max_length: int, **kwargs: Any) -> None:
+        super().__init__(max_length=max_length, strip=False, **kwargs)
+        self.validators = []
+
+    def validate(self, value: Any) -> None:
+        """Required is drawn for the browser; the schema says what is missing."""
+
+
+class _DrawnChoice(forms.ChoiceField):
+    """A select box handed on as sent: the schema names a value that is not a choice."""
+
+    def validate(self, value: Any) -> None:
+        """Not checked here: `RunPatch` does."""
+
+
+class RunEditForm(forms.Form):
+    """The run page's edit form: it draws the fields and reads them; `RunPatch`, which the
+    API's PATCH shares, checks them (`lifecycle.run_edit_from`), and `lifecycle.run_update`
+    the team's membership. `edit` holds the checked edit once the form is valid."""
+
+    SCHEMA_NAMES: ClassVar[dict[str, str]] = {"model_name": "model"}
+    """The form's fields that `RunPatch` names otherwise."""
+
+    name = _DrawnText(max_length=NAME_MAX)
+    model_name = _DrawnText(max_length=NAME_MAX, required=False, label="Model")
     model_meta = TextField(
         max_length=JSON_TEXT_MAX, required=False, label="Model metadata (JSON object)",
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": '{"temperature": 0.8}'}),
     )
-    team = TextField(max_length=SLUG_MAX, label="Team")
-    visibility = forms.ChoiceField(choices=Run.Visibility.choices)
+    team = _DrawnText(max_length=SLUG_MAX, label="Team")
+    visibility = _DrawnChoice(choices=Run.Visibility.choices)
 
     def __init__(self, *args: Any, user: User, run: Run, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self.edit: RunEdit | None = None
         teams = list(teams_for_user(user=user))
         choices = [(t.slug, t.name) for t in teams]
         if run.team_id not in {t.pk for t in teams}:
             choices.insert(0, (run.team.slug, run.team.name))
         self.fields["team"].widget = forms.Select(choices=choices)
 
-    def clean_model_meta(self) -> dict[str, Any]:
-        return json_object_from_text(self.cleaned_data.get("model_meta") or "")
+    def clean_model_meta(self) -> Any:
+        # JSON typed as text is this page's own way to send it, as the body is the API's
+        # (`lifecycle_api._json_body`): it is read here, and the schema checks the value.
+        text = (self.cleaned_data.get("model_meta") or "").strip()
+        value = json_parse(text) if text else {}
+        if value is None:
+            # To the schema, null leaves the metadata as it is; typed here, it is no object.
+            raise ValidationError(NOT_AN_OBJECT, code="not_an_object")
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        values = {self.SCHEMA_NAMES.get(name, name): value for name, value in data.items()}
+        form_names = {schema: form for form, schema in self.SCHEMA_NAMES.items()}
+        try:
+            self.edit = run_edit_from(values=values)
+        except ValidationError as exc:
+            for name, messages in exc.message_dict.items():
+                field = form_names.get(name, name)
+                self.add_error(field if field in self.fields else None, messages)
+        return data

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -30,6 +31,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from evaluator.records import INFRASTRUCTURE_STATUS
+from webapp.runs.api_schemas import run_patch_checked
 from webapp.runs.dispatch import send_run_start
 from webapp.runs.live import run_group
 from webapp.runs.models import Chunk, Run, RunChange, Sample
@@ -37,7 +39,6 @@ from webapp.runs.selectors import Viewer, run_can_manage
 from webapp.runs.services import run_cancel, run_change_record
 from webapp.runs.verified import CONFIRMED, HELD, run_verification
 from webapp.teams.models import Membership, Team
-from webapp.textfields import json_value_problem, text_problem
 
 logger = logging.getLogger(__name__)
 
@@ -47,12 +48,12 @@ ACCESS_MESSAGE = "run.access"
 MANAGE_DENIED = "Only the run's owner or an owner of its team can change it."
 HISTORY_SHOWN = 200
 """The newest changes the run page lists."""
-NAME_MAX = 200
 
 
 @dataclass(frozen=True)
 class RunEdit:
-    """The fields to change; None leaves a field as it is."""
+    """The fields to change; None leaves a field as it is. The values are as `RunPatch`
+    checks them (`run_edit_from`): `run_update` checks only what needs the database."""
 
     visibility: str | None = None
     team: str | None = None
@@ -84,62 +85,40 @@ def _notify_access(run_id: int) -> None:
         logger.warning("could not tell run %s's viewers of an access change: %s", run_id, exc)
 
 
-def clean_edit(*, user: User, run: Run, edit: RunEdit) -> dict[str, Any]:
-    """The changed fields and their new values, checked; a `ValidationError` by field
-    names everything wrong at once, and nothing is changed."""
-    errors: dict[str, str] = {}
-    changes: dict[str, Any] = {}
-    if edit.visibility is not None:
-        if edit.visibility not in Run.Visibility.values:
-            errors["visibility"] = (f"Unknown visibility {edit.visibility[:30]!r}: choose one "
-                                    f"of {', '.join(Run.Visibility.values)}.")
-        elif edit.visibility != run.visibility:
-            changes["visibility"] = edit.visibility
-    if edit.team is not None and edit.team != run.team.slug:
+def run_edit_from(*, values: Mapping[str, object]) -> RunEdit:
+    """The edit that the API's body or the edit page's fields ask for, checked by
+    `RunPatch`: `values` and the errors by field use its names (`model`, not `model_name`)."""
+    patch = run_patch_checked(values)
+    return RunEdit(visibility=patch.visibility, team=patch.team, name=patch.name,
+                   model_name=patch.model, model_meta=patch.model_meta)
+
+
+def _team_to_join(*, user: User, slug: str) -> Team:
+    team = None
+    if slug:
+        team = Team.objects.filter(slug=slug, memberships__user_id=user.pk).first()
+    if team is None:
+        raise ValidationError({"team": "You are not a member of that team."})
+    return team
+
+
+def _edit_changes(*, user: User, run: Run, edit: RunEdit) -> dict[str, Any]:
+    """The fields `edit` changes, in its order, with their new values (the team's object)."""
+    asked = {spec.name: getattr(edit, spec.name) for spec in fields(edit)}
+    changes = {name: value for name, value in asked.items() if value is not None
+               and value != (run.team.slug if name == "team" else getattr(run, name))}
+    if "team" in changes:
         # Moving needs membership of the new team; keeping the team needs nothing (its
         # owner may edit a run whose owner has since left it).
-        team = Team.objects.filter(
-            slug=edit.team, memberships__user_id=user.pk).first() if edit.team else None
-        if team is None:
-            errors["team"] = "You are not a member of that team."
-        else:
-            changes["team"] = team
-    if edit.name is not None:
-        name = edit.name.strip()
-        if not name:
-            errors["name"] = "A run needs a name."
-        elif len(name) > NAME_MAX:
-            errors["name"] = f"At most {NAME_MAX} characters."
-        elif name != run.name:
-            changes["name"] = name
-    if edit.model_name is not None:
-        model_name = edit.model_name.strip()
-        if len(model_name) > NAME_MAX:
-            errors["model_name"] = f"At most {NAME_MAX} characters."
-        elif model_name != run.model_name:
-            changes["model_name"] = model_name
-    if edit.model_meta is not None:
-        if not isinstance(edit.model_meta, dict):
-            errors["model_meta"] = 'Give a JSON object, like {"temperature": 0.8}.'
-        elif edit.model_meta != run.model_meta:
-            changes["model_meta"] = edit.model_meta
-    # What PostgreSQL or the UTF-8 encoder cannot store, whichever page or API sent it.
-    for field in ("name", "model_name"):
-        problem = text_problem(changes.get(field, ""))
-        if problem is not None:
-            errors[field] = problem
-    problem = json_value_problem(changes.get("model_meta") or {})
-    if problem is not None:
-        errors["model_meta"] = problem
-    if errors:
-        raise ValidationError(errors)
+        changes["team"] = _team_to_join(user=user, slug=changes["team"])
     return changes
 
 
 def run_update(*, user: User, run: Run, edit: RunEdit) -> list[RunChange]:
-    """Change a run's visibility, team, name or model; the changes recorded."""
+    """Change a run's visibility, team, name or model; the changes recorded. A
+    `ValidationError` refuses a team the user is not a member of, and nothing is changed."""
     _require_manage(user=user, run=run)
-    changes = clean_edit(user=user, run=run, edit=edit)
+    changes = _edit_changes(user=user, run=run, edit=edit)
     if not changes:
         return []
     with transaction.atomic():

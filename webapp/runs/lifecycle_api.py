@@ -22,16 +22,15 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from pydantic import ValidationError as PydanticError
 
 from webapp.runs import api_schemas as schemas
 from webapp.runs.api import REFUSALS, read, request_body, router
 from webapp.runs.lifecycle import (
-    RunEdit,
     get_deleted_run_for_user,
     restore_deadline,
     run_changes,
     run_delete,
+    run_edit_from,
     run_restore,
     run_resume,
     run_set_on_leaderboards,
@@ -45,7 +44,8 @@ from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
 from webapp.teams.signed_in import SignedInRequest
 from webapp.textfields import JSON_DEPTH_MAX, json_parse
 
-EDITABLE = {"visibility", "team", "name", "model", "model_meta"}
+EDITABLE = frozenset(schemas.RunPatch.model_fields)
+"""What a PATCH may change: `RunPatch`'s fields."""
 BODY_LIMIT = 64 * 1024
 
 
@@ -53,7 +53,7 @@ def _json_body(request: HttpRequest) -> dict[str, Any]:
     if len(request.body) > BODY_LIMIT:
         raise ValidationError("The body is too large.")
     try:
-        # Deeper than model_meta may be, so that `_edit_from` can name it; shallow enough
+        # Deeper than model_meta may be, so that `RunPatch` can name it; shallow enough
         # that the parser never recurses near Python's limit.
         body = json_parse(request.body.decode("utf-8-sig") or "{}",
                           max_depth=4 * JSON_DEPTH_MAX)
@@ -71,21 +71,6 @@ def change_json(change: RunChange) -> dict[str, Any]:
             "by": change.actor_name, "at": change.created_at.isoformat()}
 
 
-def _edit_from(body: dict[str, Any]) -> RunEdit:
-    unknown = sorted(set(body) - EDITABLE)
-    if unknown:
-        raise ValidationError({field: "Not a field that can be changed." for field in unknown})
-    try:
-        patch = schemas.RunPatch.model_validate(body, strict=True)
-    except PydanticError as exc:
-        wrong: dict[str, list[str]] = {}
-        for error in exc.errors():
-            wrong.setdefault(str(error["loc"][0]), []).append(error["msg"])
-        raise ValidationError(wrong) from None
-    return RunEdit(visibility=patch.visibility, team=patch.team, name=patch.name,
-                   model_name=patch.model, model_meta=patch.model_meta)
-
-
 @router.patch(
     "/runs/{int:run_id}", auth=TOKEN, url_name="run", operation_id="run_update",
     summary="Change a run", tags=["lifecycle"],
@@ -98,7 +83,7 @@ def run_update_api(request: SignedInRequest, run_id: int) -> HttpResponse:
     owner of its team may; everything wrong is named at once and nothing is changed."""
     run = get_run_for_user(user=request.user, run_id=run_id)
     body = _json_body(request)
-    changes = run_update(user=request.user, run=run, edit=_edit_from(body))
+    changes = run_update(user=request.user, run=run, edit=run_edit_from(values=body))
     return JsonResponse({"run": run_summary(run=run, include_problems=False),
                          "changes": [change_json(change) for change in changes]})
 

@@ -20,7 +20,6 @@ from webapp.runs import views
 from webapp.runs.forms import RunEditForm
 from webapp.runs.lifecycle import (
     MANAGE_DENIED,
-    RunEdit,
     deleted_runs_for_user,
     get_deleted_run_for_user,
     restore_deadline,
@@ -64,10 +63,8 @@ def run_edit(request: SignedInRequest, run_id: int) -> HttpResponse:
         form = RunEditForm(initial=_initial(run, request), user=request.user, run=run)
         return render(request, "runs/run_edit.html", {"run": run, "form": form})
     form = RunEditForm(request.POST, user=request.user, run=run)
-    if form.is_valid():
-        data = form.cleaned_data
-        edit = RunEdit(visibility=data["visibility"], team=data["team"], name=data["name"],
-                       model_name=data["model_name"], model_meta=data["model_meta"])
+    edit = form.edit if form.is_valid() else None
+    if edit is not None:
         try:
             changes = run_update(user=request.user, run=run, edit=edit)
         except ValidationError as exc:
