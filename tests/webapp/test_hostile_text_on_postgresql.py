@@ -1,6 +1,7 @@
 """The hostile-text tests again on PostgreSQL, which refuses more than SQLite does (NUL in
 text and JSON, lone surrogates in JSON, text longer than its column), each with an error of
-its own that would be a 500.
+its own that would be a 500; and the SQL written by hand for a run's facts
+(`webapp.runs.selectors.run_facts_of`), which SQLite might accept where PostgreSQL does not.
 
 The fast suite's database is SQLite, so this runs the two files in a pytest of their own
 whose `DATABASE_URL` names a database on the shared server (pytest-django makes and drops
@@ -22,7 +23,8 @@ from django.db import connection
 from tests.conftest import REPO_ROOT
 from tests.webapp.services.real_services import POSTGRES_ADMIN, unavailable
 
-FILES = ("tests/webapp/test_hostile_text.py", "tests/webapp/test_no_500_from_any_text.py")
+FILES = ("tests/webapp/test_hostile_text.py", "tests/webapp/test_no_500_from_any_text.py",
+         "tests/webapp/runs/test_run_facts.py")
 
 
 def test_hostile_text_on_postgresql():

@@ -35,7 +35,7 @@ from webapp.runs.api_schemas import run_patch_checked
 from webapp.runs.dispatch import send_run_start
 from webapp.runs.live import run_group
 from webapp.runs.models import Chunk, Run, RunChange, Sample
-from webapp.runs.selectors import Viewer, run_can_manage
+from webapp.runs.selectors import Viewer, forget_run_facts, run_can_manage
 from webapp.runs.services import run_cancel, run_change_record
 from webapp.runs.verified import CONFIRMED, HELD, run_verification
 from webapp.teams.models import Membership, Team
@@ -137,6 +137,7 @@ def run_update(*, user: User, run: Run, edit: RunEdit) -> list[RunChange]:
                                       before=before, after=after))
         locked.save(update_fields=list(changes))
         RunChange.objects.bulk_create(recorded)
+        forget_run_facts(run)
         if {"visibility", "team"} & changes.keys():
             # Its plus scores (`webapp.runs.plus`) are seen by whoever sees the run.
             followers = list(Run.objects.filter(plus_of=locked).values_list("pk", flat=True))

@@ -33,6 +33,7 @@ from django.db.models import Max
 from redis.exceptions import RedisError
 
 from webapp.runs.models import Run, RunChange
+from webapp.runs.selectors import LAST_CHANGE
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ LIVE_FIELDS = frozenset({
 draws would ever be read twice."""
 
 CACHE_ERRORS = (RedisError, OSError)
+UNREAD = object()
 
 
 def digest(parts: Iterable[object]) -> str:
@@ -65,8 +67,10 @@ def run_row(run: Run) -> list[tuple[str, object]]:
 
 def run_version(*, run: Run) -> str:
     """What a run page's parts are drawn from: the run's row, its dataset's version and its
-    latest change. One query."""
-    changed = RunChange.objects.filter(run_id=run.pk).aggregate(last=Max("pk"))["last"]
+    latest change. No query for a run read by `get_run_for_user`, else one."""
+    changed = getattr(run, LAST_CHANGE, UNREAD)  # read with the row (`get_run_for_user`)
+    if changed is UNREAD:
+        changed = RunChange.objects.filter(run_id=run.pk).aggregate(last=Max("pk"))["last"]
     return digest([*run_row(run), run.dataset.version, changed])
 
 

@@ -28,7 +28,7 @@ from webapp.runs.models import ProblemResult, Run, Sample
 from webapp.runs.reports import run_reported_ks
 from webapp.runs.reproduce import EVALUATE_DENIED, run_can_evaluate
 from webapp.runs.scoring import curve_points
-from webapp.runs.selectors import Viewer, may_see_run
+from webapp.runs.selectors import HAS_PLUS_RUNS, Viewer, may_see_run
 from webapp.runs.services import run_copy
 
 PLUS_NAME = "humanevalplus"
@@ -186,8 +186,10 @@ def run_plus_pairs(*, user: Viewer, run: Run) -> list[PlusPair]:
             return []
         return [plus_pair(base=base, plus=run)]
     plus_runs = Run.objects.filter(plus_of=run)
-    if not plus_runs.exists():
-        return []  # one cheap query for most runs: loading rows costs more to build
+    # Most runs have none: known from the run's row (`get_run_for_user`), or one cheap query
+    # (loading rows costs more to build).
+    if not getattr(run, HAS_PLUS_RUNS, True) or not plus_runs.exists():
+        return []
     return [plus_pair(base=run, plus=plus)
             for plus in plus_runs.select_related("dataset").order_by("-pk")
             if may_see_run(user=user, run=plus, reproductions=False)]

@@ -23,7 +23,7 @@ from evaluator.manifest import ManifestDifference, manifest_differences
 from webapp.runs.events import PassAtKValue
 from webapp.runs.models import Run, Sample
 from webapp.runs.reports import run_reported_ks
-from webapp.runs.selectors import Viewer, get_run_for_user, run_pass_at_k
+from webapp.runs.selectors import HAS_REPRODUCTIONS, Viewer, get_run_for_user, run_pass_at_k
 from webapp.runs.services import run_copy
 from webapp.teams.selectors import role_in_team
 
@@ -73,6 +73,8 @@ def run_reproduce(*, user: User, run: Run) -> Run:
 
 
 def run_reproductions(*, run: Run) -> list[Run]:
+    if not getattr(run, HAS_REPRODUCTIONS, True):
+        return []  # known from the run's row (`get_run_for_user`): most runs have none
     return list(run.reproductions.filter(deleted_at__isnull=True).order_by("-pk"))
 
 

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from typing import Any, Protocol, cast
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Count, Q, QuerySet
+from django.db.models import BooleanField, CharField, Count, IntegerField, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.http import Http404
 
 from evaluator.metrics import ALL_OF_K
@@ -28,7 +29,7 @@ from webapp.runs.profile_reports import run_profiles_json
 from webapp.runs.scoring import curve_points
 from webapp.runs.verified import run_verification
 from webapp.teams.models import Membership
-from webapp.teams.selectors import role_in_team
+from webapp.teams.selectors import keep_role, role_in_team
 
 Viewer = User | AnonymousUser
 LOG_LENGTH = 50
@@ -83,12 +84,58 @@ def get_run_for_user(*, user: Viewer, run_id: int) -> Run:
     Every view, API endpoint and websocket consumer that touches a run goes through here.
     """
     # The profile comparison rides along: the run page and its status answers draw it.
-    run = Run.objects.select_related("dataset", "team", "owner", "profile_comparison").filter(
-        pk=run_id
-    ).first()
-    if run is None or not may_see_run(user=user, run=run):
+    run = (Run.objects.select_related("dataset", "team", "owner", "profile_comparison")
+           .annotate(**run_facts_of(user=user)).filter(pk=run_id).first())
+    if run is None:
+        raise Http404("No such run")
+    keep_role(user=user, team_id=run.team_id, role=getattr(run, VIEWER_ROLE, None))
+    if not may_see_run(user=user, run=run):
         raise Http404("No such run")
     return run
+
+
+LAST_CHANGE = "last_change_id"
+HAS_PLUS_RUNS = "has_plus_runs"
+HAS_REPRODUCTIONS = "has_reproductions"
+VIEWER_ROLE = "viewer_role"
+# Constant SQL on the run's own row (`runs_run`, as the outer query names it); the viewer's
+# id is the only parameter.
+RUN_FACTS_SQL = {
+    LAST_CHANGE: "SELECT MAX(c.id) FROM runs_runchange c WHERE c.run_id = runs_run.id",
+    HAS_PLUS_RUNS: "EXISTS (SELECT 1 FROM runs_run p WHERE p.plus_of_id = runs_run.id)",
+    HAS_REPRODUCTIONS: ("EXISTS (SELECT 1 FROM runs_run r WHERE r.reproduction_of_id = "
+                        "runs_run.id AND r.deleted_at IS NULL)"),
+    VIEWER_ROLE: ("SELECT m.role FROM teams_membership m WHERE m.team_id = runs_run.team_id "
+                  "AND m.user_id = %s LIMIT 1"),
+}
+
+
+def run_facts_of(*, user: Viewer) -> dict[str, RawSQL]:
+    """What a run's pages ask of other rows about the run, read with the run's own row:
+    its latest recorded change (`page_cache.run_version`), whether it has plus runs
+    (`plus.run_plus_pairs`) or reproductions (`reproduce.run_reproductions`), and the
+    viewer's role in its team (`teams.selectors.role_in_team`). Four queries fewer on every
+    run page and API read. Written as SQL, as Django's subquery expressions cost more CPU to
+    build than the queries they replace; each is an index look-up."""
+    facts = {
+        LAST_CHANGE: RawSQL(RUN_FACTS_SQL[LAST_CHANGE], (),  # noqa: S611 - constant SQL
+                            output_field=IntegerField()),
+        HAS_PLUS_RUNS: RawSQL(RUN_FACTS_SQL[HAS_PLUS_RUNS], (),  # noqa: S611 - constant SQL
+                              output_field=BooleanField()),
+        HAS_REPRODUCTIONS: RawSQL(RUN_FACTS_SQL[HAS_REPRODUCTIONS], (),  # noqa: S611 - as above
+                                  output_field=BooleanField()),
+    }
+    if user.is_authenticated:
+        facts[VIEWER_ROLE] = RawSQL(RUN_FACTS_SQL[VIEWER_ROLE],  # noqa: S611 - as above
+                                    (user.pk,), output_field=CharField())
+    return facts
+
+
+def forget_run_facts(run: Run) -> None:
+    """After a write that changes one of `run_facts_of`'s answers, for the rest of the
+    request (a plus run or a change made, then the run drawn again): read afresh."""
+    for name in (LAST_CHANGE, HAS_PLUS_RUNS, HAS_REPRODUCTIONS):
+        run.__dict__.pop(name, None)
 
 
 def run_can_manage(*, user: Viewer, run: OwnedByTeam) -> bool:

@@ -21,7 +21,7 @@ from webapp.benchmarks.selectors import problem_variant_ids
 from webapp.runs.dispatch import send_run_start
 from webapp.runs.live import run_finished_record
 from webapp.runs.models import Chunk, Run, RunChange, Sample
-from webapp.runs.selectors import find_duplicate_run, run_can_manage
+from webapp.runs.selectors import find_duplicate_run, forget_run_facts, run_can_manage
 from webapp.runs.uploads import UploadCheck, checked_samples, run_fingerprint
 from webapp.teams.models import Membership, Team
 
@@ -360,6 +360,7 @@ def run_change_record(*, run: Run, actor: User, field: str, before: str,
     """One entry of the run's audit trail (shown on the run page, `GET .../changes`)."""
     RunChange.objects.create(run=run, actor=actor, actor_name=actor.get_username()[:150],
                              field=field, before=before, after=after)
+    forget_run_facts(run)
 
 
 def run_cancel(*, user: User, run: Run) -> bool:
@@ -426,6 +427,9 @@ def run_copy(*, owner: User, run: Run, use_cache: bool, rerun_of: Run | None = N
         )
         _store_samples(run=new, rows=rows)
         transaction.on_commit(lambda: _enqueue_start(new.pk))
+    for source in (plus_of, reproduction_of):
+        if source is not None:
+            forget_run_facts(source)
     return new
 
 

@@ -61,6 +61,14 @@ def role_in_team(*, user: object, team_id: int) -> str | None:
     return role
 
 
+def keep_role(*, user: object, team_id: int, role: str | None) -> None:
+    """A role read along with something else (the run's row), for `role_in_team` to answer
+    from, where the request keeps its answers (`keep_roles`)."""
+    kept: dict[int, str | None] | None = getattr(user, ROLES_KEPT, None)
+    if kept is not None and getattr(user, "is_authenticated", False):
+        kept[team_id] = role
+
+
 def keep_roles(user: object) -> None:
     """Let `role_in_team` keep its answers on `user` for the rest of the request. Only a
     request's own user object: it is made for the request and dropped with it, so an
