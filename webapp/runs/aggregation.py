@@ -1,13 +1,16 @@
 """A run's scores, computed once all its chunks are done: pass@k per problem and overall,
-and the digest its pages read (pass^k, the failure breakdown, the unstable count)."""
+and the digest its pages read (pass^k, the failure breakdown, the unstable count; for a
+run scored before digests existed, `run_digest_backfill`)."""
 
 from __future__ import annotations
 
 import threading
 from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from evaluator.metrics import ALL_OF_K, curve_with_ci, pass_at_k_array, reportable_ks
 from evaluator.records import INFRASTRUCTURE_STATUS
@@ -81,7 +84,7 @@ def _score(*, run_id: int) -> None:
             first_line = (message or "").strip().splitlines()[:1]
             failures[task_id][f"{error_type or status}: {first_line[0] if first_line else ''}"] += 1
 
-    task_ids = sorted(counts, key=lambda t: int(t.rsplit("/", 1)[1]))
+    task_ids = sorted(counts, key=problem_order)
     ns = [sum(counts[t].values()) for t in task_ids]
     cs = [counts[t]["passed"] for t in task_ids]
     results = []
@@ -102,7 +105,7 @@ def _score(*, run_id: int) -> None:
                                    seed=SEED, task_ids=task_ids):
             metrics.append(RunMetric(run=run, k=point.k, value=point.value, low=point.low,
                                      high=point.high, problems=point.problems))
-    digest = _digest(run=run, task_ids=task_ids, ns=ns, cs=cs)
+    digest = run_digest(run=run, task_ids=task_ids, ns=ns, cs=cs)
 
     def store() -> None:
         with transaction.atomic():
@@ -116,7 +119,12 @@ def _score(*, run_id: int) -> None:
     db_retry(store, what="storing a run's scores")
 
 
-def _digest(*, run: Run, task_ids: list[str], ns: list[int], cs: list[int]) -> RunDigest:
+def problem_order(task_id: str) -> int:
+    """Where a problem comes in a run's scores: its number (`HumanEval/<number>`)."""
+    return int(task_id.rsplit("/", 1)[1])
+
+
+def run_digest(*, run: Run, task_ids: list[str], ns: list[int], cs: list[int]) -> RunDigest:
     """What the run's pages would otherwise compute on every read, computed here as they
     compute it (`selectors.computed_pass_hat_k`, `reports.counted_failures`,
     `selectors.counted_unstable_samples`, `verified.counted_verification`), so the figures
@@ -133,3 +141,88 @@ def _digest(*, run: Run, task_ids: list[str], ns: list[int], cs: list[int]) -> R
         compile_errors=compile_errors,
         suspicious=suspicious,
     )
+
+
+def scored_run_digest(*, run: Run) -> RunDigest:
+    """`run_digest` of a scored run, unsaved, from the counts its scores were stored with
+    (its `ProblemResult` rows, in `_score`'s order): the digest `_score` would have stored
+    beside them, for a run scored before digests existed (`manage.py digest_backfill`)."""
+    rows = sorted(ProblemResult.objects.filter(run=run).values_list("task_id", "n", "c"),
+                  key=lambda row: problem_order(row[0]))
+    return run_digest(run=run, task_ids=[task_id for task_id, _n, _c in rows],
+                      ns=[n for _task_id, n, _c in rows], cs=[c for _task_id, _n, c in rows])
+
+
+@dataclass(frozen=True)
+class DigestOutcome:
+    stored: bool
+    note: str  # what was done, or why nothing was
+
+
+def run_digest_backfill(*, run_id: int, replace: bool) -> DigestOutcome:
+    """Store the digest of finished run `run_id`, computed by `_score`'s own function from
+    its stored scores; with `replace`, over the one it has.
+
+    Safe beside workers that score runs: the digest is computed without a lock, then stored
+    under the run's row lock only if the run is still finished and its scores are still the
+    ones it was computed from. A run scored again meanwhile (resumed, retried) got a fresh
+    digest from `_score` with its new scores, and keeps it."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        return DigestOutcome(stored=False, note="deleted meanwhile")
+    if run.status != Run.Status.FINISHED:
+        return DigestOutcome(stored=False, note=f"not finished (it is {run.status})")
+    if not replace and RunDigest.objects.filter(run_id=run_id).exists():
+        return DigestOutcome(stored=False, note="has a digest already")
+    # Read before the digest is computed: `_score` replaces every row when it stores new
+    # scores, so the same primary keys under the lock mean the same scores as computed from.
+    scores = scored_rows(run_id=run_id)
+    digest = scored_run_digest(run=run)
+
+    def store() -> DigestOutcome:
+        with transaction.atomic():
+            # Scoring needs the run out of `finished` (resumed, then aggregating): while this
+            # lock is held it cannot leave it, so no `_score` can store over what follows.
+            locked = Run.objects.select_for_update().filter(pk=run_id).only("status").first()
+            if locked is None:
+                return DigestOutcome(stored=False, note="deleted meanwhile")
+            if locked.status != Run.Status.FINISHED:
+                return DigestOutcome(stored=False,
+                                     note=f"no longer finished (it is {locked.status})")
+            if scored_rows(run_id=run_id) != scores:
+                return DigestOutcome(stored=False, note="scored again meanwhile, with a digest")
+            existing = RunDigest.objects.filter(run_id=run_id).values_list("pk", flat=True).first()
+            if existing is None:
+                digest.save(force_insert=True)
+                return DigestOutcome(stored=True, note="stored")
+            if not replace:
+                return DigestOutcome(stored=False, note="a digest appeared meanwhile")
+            digest.pk = existing
+            digest.save(force_update=True)
+            return DigestOutcome(stored=True, note="replaced")
+
+    try:
+        return db_retry(store, what=f"storing run {run_id}'s digest")
+    except IntegrityError:
+        # A scorer whose lease had passed may still store; its digest then stands.
+        return DigestOutcome(stored=False, note="a digest appeared meanwhile")
+
+
+def scored_rows(*, run_id: int) -> list[int]:
+    return sorted(ProblemResult.objects.filter(run_id=run_id).values_list("pk", flat=True))
+
+
+def finished_run_ids(*, lacking_digest: bool, batch_size: int) -> Iterator[int]:
+    """Finished runs in id order, a batch of ids a query; the next batch starts after the
+    last id seen, so a run whose digest could not be stored is not met again."""
+    runs = Run.objects.filter(status=Run.Status.FINISHED)
+    if lacking_digest:
+        runs = runs.filter(digest__isnull=True)
+    last = 0
+    while True:
+        batch = list(runs.filter(pk__gt=last).order_by("pk")
+                     .values_list("pk", flat=True)[:batch_size])
+        yield from batch
+        if len(batch) < batch_size:
+            return
+        last = batch[-1]
