@@ -1,6 +1,7 @@
 """A run's scores, computed once all its chunks are done: pass@k per problem and overall,
-and the digest its pages read (pass^k, the failure breakdown, the unstable count; for a
-run scored before digests existed, `run_digest_backfill`)."""
+the digest its pages read (pass^k, the failure breakdown, the unstable count; for a run
+scored before digests existed, `run_digest_backfill`), and for a plus run the samples per
+problem that passed the plus set's base tests."""
 
 from __future__ import annotations
 
@@ -13,14 +14,17 @@ import numpy as np
 from django.db import IntegrityError, transaction
 
 from evaluator.metrics import ALL_OF_K, curve_with_ci, pass_at_k_array, reportable_ks
+from evaluator.metrics_plus import declared_groups, passed_base
 from evaluator.records import INFRASTRUCTURE_STATUS
+from webapp.benchmarks.models import ProblemVariant
+from webapp.benchmarks.records import problem_from_json
 from webapp.runs.execution import run_finish, run_pause
 from webapp.runs.leases import Heartbeat, lease_end
 from webapp.runs.models import ProblemResult, Run, RunDigest, RunMetric, Sample
 from webapp.runs.problem_scores import problem_curve
 from webapp.runs.reports import counted_failures
 from webapp.runs.scoring import CONFIDENCE, RESAMPLES, SEED, curve_points
-from webapp.runs.selectors import REPORTED_KS, counted_unstable_samples
+from webapp.runs.selectors import REPORTED_KS, counted_unstable_samples, sample_result
 from webapp.runs.transient import db_retry
 from webapp.runs.verified import counted_verification
 
@@ -87,10 +91,12 @@ def _score(*, run_id: int) -> None:
     task_ids = sorted(counts, key=problem_order)
     ns = [sum(counts[t].values()) for t in task_ids]
     cs = [counts[t]["passed"] for t in task_ids]
+    base_cs = base_passes(run=run, passed=dict(zip(task_ids, cs, strict=True)))
     results = []
     for task_id, n, c in zip(task_ids, ns, cs, strict=True):
         results.append(ProblemResult(
             run=run, problem_id=problem_ids[task_id], task_id=task_id, n=n, c=c,
+            base_c=base_cs.get(task_id),
             counts=dict(counts[task_id]),
             # The reported k only: a row that grew with n made every read of it grow too.
             pass_at_k=problem_curve(n=n, c=c),
@@ -117,6 +123,32 @@ def _score(*, run_id: int) -> None:
             digest.save(force_insert=True)
 
     db_retry(store, what="storing a run's scores")
+
+
+def base_passes(*, run: Run, passed: dict[str, int]) -> dict[str, int]:
+    """For a plus run, per problem whose tests are split into base and plus, how many of its
+    samples passed every base test: EvalPlus's base column, by the command line's own rule
+    (`metrics_plus.passed_base`). `passed` is the samples per problem that passed outright;
+    {} for any other run."""
+    if run.plus_of_id is None:
+        return {}
+    failed = (Sample.objects.filter(run=run).exclude(status__in=("pending", "passed"))
+              .only("task_id", "index", "status", "program_hash", "message", "result"))
+    variants = dict(Sample.objects.filter(run=run).order_by()
+                    .values_list("variant_id", "task_id").distinct())
+    found: dict[str, int] = {}
+    # A problem at a time: a plus set's records hold every input, large for some problems.
+    for variant_id, record in (ProblemVariant.objects.filter(pk__in=list(variants))
+                               .values_list("pk", "record").iterator(chunk_size=20)):
+        problem = problem_from_json(record)
+        if not declared_groups(problem):
+            continue
+        task_id = variants[variant_id]
+        # A sample that passed every test passed the base ones: only the others are read.
+        found[task_id] = passed.get(task_id, 0) + sum(
+            passed_base(problem, sample_result(sample))
+            for sample in failed.filter(variant_id=variant_id).iterator(chunk_size=200))
+    return found
 
 
 def problem_order(task_id: str) -> int:

@@ -341,8 +341,11 @@ class PlusDataset(Schema):
 
 class PlusScore(Schema):
     k: int
-    base: PassAtK
+    base: PassAtK = Field(description="EvalPlus's base: the plus run's samples on the plus "
+                                      "set's base inputs (see the pair's `base_source`).")
     plus: PassAtK
+    original: PassAtK = Field(description="The base run's pass@k on its dataset's own "
+                                          "tests (HumanEval's check).")
     drop: float = Field(description="Base minus plus pass@k.")
 
 
@@ -353,6 +356,9 @@ class PlusPair(Schema):
     plus_dataset: str
     problems: int = Field(description="Problems both runs scored: the scores are over these.")
     problems_without_plus_tests: int
+    base_source: Literal["plus_base_inputs", "original_tests"] = Field(
+        description="Where each score's base comes from: plus_base_inputs (EvalPlus's), or "
+                    "original_tests for a plus run scored before its base counts were kept.")
     scores: list[PlusScore] = Field(description="Empty until the plus run has finished.")
 
 

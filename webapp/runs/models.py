@@ -325,6 +325,12 @@ class ProblemResult(models.Model):
     task_id = models.CharField(max_length=30)
     n = models.PositiveIntegerField()
     c = models.PositiveIntegerField()
+    base_c = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="On a plus test set, samples that passed every base test: EvalPlus's base "
+                  "column (`metrics_plus.passed_base`). Null where the tests are not split "
+                  "into base and plus, or the run was scored before these were kept.",
+    )
     counts = models.JSONField(default=dict, help_text="Samples per status.")
     pass_at_k = models.JSONField(
         default=dict, help_text='{"k": value} for the reported k <= n (1, 10, 100); any other '

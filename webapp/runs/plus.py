@@ -7,6 +7,13 @@ verdicts, scores), nothing re-judged in place. It has the base run's owner, team
 visibility. The pair is then compared on the problems both runs scored: a plus set leaves
 out the problems none of whose inputs translate, and a base score over more problems
 than its plus score would make the drop meaningless.
+
+Base is EvalPlus's: the plus run's samples on the plus set's base inputs, counted when the
+plus run was scored (`ProblemResult.base_c`), so base and plus come from the same verdicts
+and plus never exceeds base on a problem. The base run's own score (HumanEval's `check`,
+whose inputs differ from the base inputs on a few problems) is kept beside it as
+`original`. A plus run scored before base counts were kept has none: its Base is the
+original score, and says so (`BASE_FROM_ORIGINAL`).
 """
 
 from __future__ import annotations
@@ -123,11 +130,22 @@ def run_score_on_plus(*, user: Viewer, run: Run, dataset_id: int | None = None
                         dataset=dataset), True
 
 
+BASE_FROM_PLUS = "plus_base_inputs"
+"""A pair's Base is the plus run's samples on the plus set's base inputs, as EvalPlus's."""
+BASE_FROM_ORIGINAL = "original_tests"
+"""A pair's Base is the base run's score on its dataset's own tests: the plus run has no
+base counts (scored before they were kept, or its tests are not split into base and plus)."""
+
+
 @dataclass(frozen=True)
 class PlusScore:
     k: int
     base: PassAtKValue
+    """EvalPlus's base, or the original score where the pair has no base counts
+    (`PlusPair.base_source`)."""
     plus: PassAtKValue
+    original: PassAtKValue
+    """The base run's pass@k on its dataset's own tests (HumanEval's `check`)."""
 
     @property
     def drop(self) -> float:
@@ -144,16 +162,19 @@ class PlusPair:
     """Problems of the base run without plus tests."""
     scores: list[PlusScore]
     """Empty until the plus run has finished."""
+    base_source: str = BASE_FROM_PLUS
+    """Where `scores`' base comes from: `BASE_FROM_PLUS` or `BASE_FROM_ORIGINAL`."""
 
 
-def _counts(run: Run) -> dict[str, tuple[int, int]]:
-    return {task_id: (n, c) for task_id, n, c in
-            ProblemResult.objects.filter(run=run).values_list("task_id", "n", "c")}
+def _counts(run: Run) -> dict[str, tuple[int, int, int | None]]:
+    """(n, c, base_c) per problem, as the run's scores stored them."""
+    return {task_id: (n, c, base_c) for task_id, n, c, base_c in ProblemResult.objects
+            .filter(run=run).values_list("task_id", "n", "c", "base_c")}
 
 
 def plus_pair(*, base: Run, plus: Run) -> PlusPair:
-    """Base and plus pass@k with their bootstrap intervals, over the problems both scored
-    (the same problems, in the same order, resampled alike)."""
+    """Base, plus and original pass@k with their bootstrap intervals, over the problems both
+    runs scored (the same problems, in the same order, resampled alike)."""
     before = _counts(base)
     after = _counts(plus) if plus.status == Run.Status.FINISHED else {}
     shared = sorted(before.keys() & after.keys(), key=task_order)
@@ -162,13 +183,22 @@ def plus_pair(*, base: Run, plus: Run) -> PlusPair:
         return PlusPair(base=base, plus=plus, problems=0, left_out=left_out, scores=[])
     smallest = min(min(before[t][0], after[t][0]) for t in shared)
     ks = [k for k in run_reported_ks(base) if k <= smallest]
-    curves = [curve_points([counts[t][0] for t in shared], [counts[t][1] for t in shared],
-                           task_ids=shared, metric=ANY_OF_K, ks=ks)
-              for counts in (before, after)] if ks else [[], []]
-    scores = [PlusScore(k=b["k"], base=b, plus=p)
-              for b, p in zip(curves[0], curves[1], strict=True)]
+    # One problem without a count would mix two sources in one figure: all or none.
+    counted = all(after[t][2] is not None for t in shared)
+
+    def curve(counts: dict[str, tuple[int, int, int | None]], passed: int
+              ) -> list[PassAtKValue]:
+        return curve_points([counts[t][0] for t in shared],
+                            [cast(int, counts[t][passed]) for t in shared],
+                            task_ids=shared, metric=ANY_OF_K, ks=ks) if ks else []
+
+    original, on_plus = curve(before, 1), curve(after, 1)
+    evalplus_base = curve(after, 2) if counted else original
+    scores = [PlusScore(k=o["k"], base=b, plus=p, original=o)
+              for o, b, p in zip(original, evalplus_base, on_plus, strict=True)]
     return PlusPair(base=base, plus=plus, problems=len(shared), left_out=left_out,
-                    scores=scores)
+                    scores=scores,
+                    base_source=BASE_FROM_PLUS if counted else BASE_FROM_ORIGINAL)
 
 
 def _plus_tasks(plus: Run) -> set[str]:
@@ -200,9 +230,10 @@ def plus_pair_json(pair: PlusPair) -> dict[str, object]:
     return {
         "base_run": pair.base.pk, "plus_run": pair.plus.pk, "plus_status": pair.plus.status,
         "plus_dataset": pair.plus.dataset.key, "problems": pair.problems,
-        "problems_without_plus_tests": pair.left_out,
+        "problems_without_plus_tests": pair.left_out, "base_source": pair.base_source,
         "scores": [{"k": score.k, "base": score.base, "plus": score.plus,
-                    "drop": round(score.drop, 6)} for score in pair.scores],
+                    "original": score.original, "drop": round(score.drop, 6)}
+                   for score in pair.scores],
     }
 
 

@@ -1,6 +1,8 @@
 """A suite's base → plus drop (issue 25): for each of its runs scored on a plus test set
 (`webapp.runs.plus`), pass@1 on the base tests beside pass@1 on the plus tests, and the
-drop per programming language and per natural language.
+drop per programming language and per natural language. Base is EvalPlus's (the plus run's
+samples on the plus set's base inputs) except for a plus run scored before base counts were
+kept, whose row takes its run's own score and is marked (`PlusDropRow.base_is_original`).
 
 A group's figures are the mean over its variants of each variant's pass@1, each taken
 over the problems its base and plus runs both scored: the variants weigh the same, as
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from statistics import fmean
 
 from webapp.runs.models import Run
-from webapp.runs.plus import PlusScore, runs_plus_scores
+from webapp.runs.plus import BASE_FROM_ORIGINAL, PlusScore, runs_plus_scores
 from webapp.runs.selectors import Viewer, visible_runs
 from webapp.suites.selectors import language_label
 
@@ -25,6 +27,8 @@ class PlusDropRow:
     problems: int
     score: PlusScore
     """pass@1 on the base and the plus tests, with intervals."""
+    base_is_original: bool = False
+    """Base is the run's score on its own tests: its plus run has no base counts."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,8 @@ class PlusDropGroup:
     variants: int
     base: float
     plus: float
+    base_is_original: int = 0
+    """Of `variants`, those whose base is their run's own score (`PlusDropRow`)."""
 
     @property
     def drop(self) -> float:
@@ -45,6 +51,10 @@ class SuitePlusDrops:
     by_language: list[PlusDropGroup]
     by_natural_language: list[PlusDropGroup]
 
+    @property
+    def any_base_is_original(self) -> bool:
+        return any(row.base_is_original for row in self.rows)
+
 
 def _groups(rows: list[PlusDropRow], *, natural: bool) -> list[PlusDropGroup]:
     members: dict[str, list[PlusDropRow]] = {}
@@ -54,7 +64,8 @@ def _groups(rows: list[PlusDropRow], *, natural: bool) -> list[PlusDropGroup]:
                            []).append(row)
     return [PlusDropGroup(label=language_label(code, natural=natural), variants=len(group),
                           base=fmean(r.score.base["value"] for r in group),
-                          plus=fmean(r.score.plus["value"] for r in group))
+                          plus=fmean(r.score.plus["value"] for r in group),
+                          base_is_original=sum(r.base_is_original for r in group))
             for code, group in sorted(members.items())]
 
 
@@ -63,7 +74,8 @@ def suite_plus_drops(*, user: Viewer, runs: list[Run]) -> SuitePlusDrops:
     finished = [run for run in runs if run.status == Run.Status.FINISHED]
     pairs = runs_plus_scores(runs=finished, scope=visible_runs(user=user))
     rows = [PlusDropRow(run=run, plus=pairs[run.pk].plus, problems=pairs[run.pk].problems,
-                        score=score)
+                        score=score,
+                        base_is_original=pairs[run.pk].base_source == BASE_FROM_ORIGINAL)
             for run in finished if run.pk in pairs
             for score in pairs[run.pk].scores[:1] if score.k == 1]
     return SuitePlusDrops(rows=rows, by_language=_groups(rows, natural=False),
