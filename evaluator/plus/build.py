@@ -31,6 +31,7 @@ from evaluator.plus.oracle import Answer, expected_outputs, tag, untag
 from evaluator.plus.programs import Check, test_program
 from evaluator.plus.python import PythonBuild
 from evaluator.plus.types import Signature, SignatureError, ValueType, read_signature
+from evaluator.plus.validate import validation_cells
 from evaluator.records import Problem
 
 LANGUAGES = ("cpp", "java", "js", "go", "rust")
@@ -411,18 +412,10 @@ def table(builds: list[LanguageBuild]) -> str:
     for build in builds:
         dropped = build.dropped
         reasons = ", ".join(f"{reason} {count}" for reason, count in dropped.most_common())
-        validation = build.validation or {}
-        tests = validation.get("tests", 0)
-        before = _rate(validation["passed"], tests) if validation else "-"
-        after = _rate(validation["passed_patched"], tests) if validation else "-"
-        explained = str(validation.get("explained", "-"))
-        unexplained = str(validation.get("unexplained", "-"))
+        before, after, explained, unexplained = validation_cells(build.validation)
         covered = f"{build.covered}/{len(build.problems)}"
         lines.append(f"{build.language:9} {covered:>9} {build.kept:>7} "
                      f"{sum(dropped.values()):>7}  {before:>17}  {after:>17}  "
                      f"{explained:>9}  {unexplained:>11}  {reasons or '-'}")
     return "\n".join(lines) + "\n"
 
-
-def _rate(passed: int, tests: int) -> str:
-    return f"{passed}/{tests} {100 * passed / max(1, tests):.2f}%"

@@ -5,7 +5,8 @@
         [--tasks 0,2,12] [--validate] [--workers N] [--json]
 
 `python` in --languages writes the plus sets of the translated Python prompts
-(`evaluator.plus.python`), by default the shared Russian and Arabic ones.
+(`evaluator.plus.python`), by default the shared Russian and Arabic ones; --validate
+checks those with each variant's own canonical solution too.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from evaluator.plus.python import (
     build_python_variants,
     default_variants,
     python_table,
+    validate_variant,
 )
 from evaluator.plus.validate import validate
 
@@ -81,8 +83,9 @@ def command_build_plus(args: argparse.Namespace) -> int:
     task_ids = [f"HumanEval/{int(n)}" for n in args.tasks.split(",") if n.strip()] or None
     out = Path(args.out)
     typed = [language for language in languages if language != "python"]
+    # With no typed language, HumanEval+'s expected outputs are not needed here.
     builds = build_plus(Path(args.humanevalplus), Path(args.humaneval_x), out, args.plus_set,
-                        typed, task_ids=task_ids, workers=args.workers)
+                        typed, task_ids=task_ids, workers=args.workers) if typed else []
     plus_file = Path(args.humanevalplus) / SETS[args.plus_set]
     python: list[PythonBuild] = build_python_variants(
         variants, plus_file, args.plus_set, out) if "python" in languages else []
@@ -93,13 +96,20 @@ def command_build_plus(args: argparse.Namespace) -> int:
                 path, arguments={p.task_id: p.arguments for p in build.problems},
                 backend=args.sandbox, workers=args.workers)
             record_flags(path, build.validation)
+        # A variant's records must share one `plus` field, so its flags stay in the report.
+        for variant_path, variant_build in zip(variants if python else [], python,
+                                                strict=True):
+            variant_build.validation = validate_variant(
+                out / variant_build.file, variant_path, backend=args.sandbox,
+                workers=args.workers)
     write_report(out, args.plus_set, builds, python)
     if args.json:
         sys.stdout.write(json.dumps({"set": args.plus_set,
                                      "languages": [b.to_dict() for b in builds],
                                      "python": [b.to_dict() for b in python]}) + "\n")
     else:
-        sys.stdout.write(table(builds))
+        if builds:
+            sys.stdout.write(table(builds))
         if python:
             sys.stdout.write(python_table(python))
         sys.stdout.write(f"written: {out}/humaneval_<language>.jsonl.gz, {out}/report.json\n")

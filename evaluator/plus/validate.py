@@ -5,6 +5,10 @@ outcome i of a problem is its kept input i. Each failing input gets a cause wher
 can be read off the values (`classify`), a heuristic, and the defect registry's entries
 that explain it (`explains_input`): an input no entry explains is counted `unexplained`.
 The problems the registry patches run a second time, patched, for the rate after them.
+
+A translated Python variant's plus set (`evaluator.plus.python`) has no `kept` list: its
+inputs are its call cases, all kept, and the solution to check is the variant's own,
+given as `solutions` (the record's canonical solution is HumanEval+'s, the oracle).
 """
 
 from __future__ import annotations
@@ -42,6 +46,11 @@ CAUSES = {
     "variant_interface": "fails an input of HumanEval's own tests, which the variant's "
                          "tests check with their own expected value: the variant asks for "
                          "another output than Python's (C++ rounded_avg without '0b')",
+    "broken_oracle": "HumanEval+'s canonical solution, which gives the expected value, "
+                     "fails this input under the variant's prompt too: the translated "
+                     "prompt breaks it (a helper it defines differently, say)",
+    "humaneval_canonical": "HumanEval's own canonical solution fails this input too: the "
+                           "variant ships HumanEval's solution, which HumanEval+ corrected",
     "unexplained": "no cause read off the values: a bug in the solution or the translation",
 }
 
@@ -84,6 +93,7 @@ def _numbers(text: str) -> list[float]:
 
 def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
              arguments: Mapping[str, Sequence[str]] | None = None,
+             solutions: Mapping[str, str] | None = None,
              backend: str = "auto", workers: int = 2,
              cpu_seconds: float | None = None) -> dict[str, Any]:
     """Run the canonical solutions of the built dataset at `dataset_path`, as shipped
@@ -96,7 +106,9 @@ def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
     a user's run never builds.
 
     `arguments[task_id][i]` is the `repr` of kept input i's argument list, by which the
-    registry names the inputs a defect explains. Returns {"problems", "tests", "passed",
+    registry names the inputs a defect explains (by default, read off the problem's call
+    cases). `solutions[task_id]` is the solution to run in place of the problem's
+    canonical one, patched as that would be. Returns {"problems", "tests", "passed",
     "passed_patched", "explained", "unexplained", "causes": {cause: n}, "failures"}.
     """
     dataset = load_dataset(path=dataset_path)
@@ -107,36 +119,87 @@ def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
     timeout, source = run_time_limit(profile, dataset.language, override=cpu_seconds)
     options = RunOptions(limits=SandboxLimits.for_timeout(timeout),
                          profile=profile.name, limit_source=source)
-    results = _run_canonical(problems, {t: p.canonical_solution for t, p in problems.items()},
+    checked = {task_id: problem if solutions is None or task_id not in solutions
+               else replace(problem, canonical_solution=solutions[task_id])
+               for task_id, problem in problems.items()}
+    results = _run_canonical(problems, {t: p.canonical_solution for t, p in checked.items()},
                              options, backend, workers)
-    fixed, patch_errors = _patched(problems)
+    fixed, patch_errors = _patched(checked)
     patched = {task_id: problems[task_id] for task_id, problem in fixed.items()
-               if problem is not problems[task_id]}
-    # The engine patches the problem; the patched canonical solution is the sample.
+               if problem is not checked[task_id]}
+    if solutions is None:
+        # The engine patches the problem; the patched canonical solution is the sample.
+        patched_options = replace(options, patched=True)
+    else:
+        # The problem's own canonical solution is the oracle of the expected values: it
+        # stays as shipped, under the patched prompt, and the engine patches nothing more.
+        patched = {t: replace(fixed[t], canonical_solution=problems[t].canonical_solution)
+                   for t in patched}
+        patched_options = options
     patched_results = _run_canonical(
         patched, {t: fixed[t].canonical_solution for t in patched},
-        replace(options, patched=True), backend, workers) if patched else {}
-    tests = passed = passed_patched = explained = 0
-    causes: Counter[str] = Counter()
+        patched_options, backend, workers) if patched else {}
+    tests = passed = passed_patched = 0
     failures: list[dict[str, Any]] = []
     for task_id, result in sorted(results.items(), key=lambda item: _number(item[0])):
         problem = problems[task_id]
-        kept = list(problem.extra.get("plus", {}).get("kept", []))
+        kept, _ = _plus_inputs(problem)
         tests += len(kept)
-        found = _failures(problem, result, list((arguments or {}).get(task_id, ())))
-        passed += len(kept) - sum(f.get("inputs", 1) for f in found)
+        given = (arguments or {}).get(task_id)
+        found = _failures(problem, result, list(given) if given is not None
+                          else [repr(list(case.args)) for case in problem.call_cases])
+        passed += len(kept) - failed_inputs(found)
         after = found if task_id not in patched_results else _failures(
             problem, patched_results[task_id], [])
-        passed_patched += len(kept) - sum(f.get("inputs", 1) for f in after)
-        for failure in found:
-            causes[failure["cause"]] += failure.get("inputs", 1)
-            if failure["explained_by"]:
-                explained += failure.get("inputs", 1)
+        passed_patched += len(kept) - failed_inputs(after)
         failures.extend(found)
+    explained = failed_inputs(f for f in failures if f["explained_by"])
     return {"problems": len(problems), "tests": tests, "passed": passed,
             "passed_patched": passed_patched, "patched_problems": sorted(patched),
             "explained": explained, "unexplained": tests - passed - explained,
-            "patch_errors": patch_errors, "causes": dict(causes), "failures": failures}
+            "patch_errors": patch_errors, "causes": count_causes(failures),
+            "failures": failures}
+
+
+def failed_inputs(failures: Iterable[Mapping[str, Any]]) -> int:
+    """How many inputs `failures` stand for: a program that did not run stands for all
+    of its problem's."""
+    return sum(int(failure.get("inputs", 1)) for failure in failures)
+
+
+def count_causes(failures: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    causes: Counter[str] = Counter()
+    for failure in failures:
+        causes[str(failure["cause"])] += int(failure.get("inputs", 1))
+    return dict(causes)
+
+
+def _plus_inputs(problem: Problem) -> tuple[list[int], list[str]]:
+    """The HumanEval+ inputs that are `problem`'s tests, in order, and the group (base,
+    plus) of each: a typed build lists those it kept; a Python variant keeps all of its
+    call cases."""
+    plus = problem.extra.get("plus", {})
+    if "kept" not in plus:
+        return ([case.index for case in problem.call_cases],
+                [case.group for case in problem.call_cases])
+    kept = list(plus.get("kept", []))
+    return kept, list(plus.get("groups", [])) or [""] * len(kept)
+
+
+def validation_cells(validation: Mapping[str, Any] | None) -> tuple[str, str, str, str]:
+    """The builder's table cells of one validation: the canonical pass rate as shipped
+    and patched, and how many failing inputs the registry explains and does not ("-"
+    each, not validated)."""
+    if not validation:
+        return "-", "-", "-", "-"
+    tests = int(validation["tests"])
+    return (pass_rate(int(validation["passed"]), tests),
+            pass_rate(int(validation["passed_patched"]), tests),
+            str(validation["explained"]), str(validation["unexplained"]))
+
+
+def pass_rate(passed: int, tests: int) -> str:
+    return f"{passed}/{tests} {100 * passed / max(1, tests):.2f}%"
 
 
 def _patched(problems: Mapping[str, Problem]) -> tuple[dict[str, Problem], dict[str, str]]:
@@ -172,9 +235,7 @@ def _failures(problem: Problem, result: SampleResult,
     """One entry per failing kept input (or one for a program that did not run at all,
     with `inputs` its count), each with its likely cause and the registry entries that
     explain it."""
-    plus = problem.extra.get("plus", {})
-    kept = list(plus.get("kept", []))
-    groups = list(plus.get("groups", [])) or [""] * len(kept)
+    kept, groups = _plus_inputs(problem)
     outcomes = [t for t in result.tests if t.source != "<whole program>"]
     if len(outcomes) != len(kept):
         # Not split per test: every input of the problem failed, or passed.
@@ -191,7 +252,8 @@ def _failures(problem: Problem, result: SampleResult,
         if outcome.status == "passed":
             continue
         cause = classify(outcome, arguments=outcome.source, float32=float32)
-        if group == "base" and cause != "timeout":
+        # Only a typed variant ships tests of its own for HumanEval's inputs.
+        if group == "base" and cause != "timeout" and problem.language != "python":
             cause = "variant_interface"
         given = arguments[position] if position < len(arguments) else ""
         found.append({"task_id": problem.task_id, "input": index, "group": group,

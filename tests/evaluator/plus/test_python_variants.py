@@ -113,10 +113,13 @@ def test_command_writes_the_python_sets_and_counts_mismatches(
     assert code == 0
     printed = capsys.readouterr().out
     assert "mhumaneval/python/ru/machine" in printed
-    assert "signature_mismatch 1" in printed
+    assert "signature_mismatch 2 (1 problem)" in printed
     report = json.loads((out / "report.json").read_text())
     assert report["python"][0]["mismatched"] == {"signature_mismatch": 1,
                                                  "unparsable_prompt": 1}
+    assert report["python"][0]["dropped"] == {"signature_mismatch": 2,
+                                              "unparsable_prompt": 1}
+    assert report["python"][0]["validation"] is None
 
 
 def test_command_refuses_a_missing_variant_file(tmp_path: Path,
