@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 
 from evaluator.sandbox.base import SandboxLimits
 
-HARNESS_VERSION = "1.5.0"
+HARNESS_VERSION = "1.6.0"
 """Bumped whenever a change can alter a verdict; part of every result-cache key."""
 
 Status = Literal[
@@ -48,9 +48,10 @@ TestStatus = Literal["passed", "failed", "error", "timeout", "not_run"]
 Task = Literal["generation", "translation"]
 TestSet = Literal["hidden", "example"]
 
-Comparison = Literal["assert", "equal", "str_equal", "allclose"]
+Comparison = Literal["assert", "equal", "str_equal", "allclose", "poly_root"]
 """How a `CallCase` output is judged: `equal` is `==`, `str_equal` is MERA's
-`str(expected) == str(actual)`, `allclose` is EvalPlus's float tolerance."""
+`str(expected) == str(actual)`, `allclose` is EvalPlus's float tolerance, `poly_root` is
+EvalPlus's oracle for find_zero: the output x passes when |poly(args[0], x)| <= atol."""
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,16 @@ from typing import Any
 from evaluator.datasets.dataset import Dataset, DatasetError
 from evaluator.datasets.humaneval import humaneval_problem
 from evaluator.datasets.reading import SourceFile, SourceRecord, read_path
-from evaluator.records import CallCase, Problem
+from evaluator.records import CallCase, Comparison, Problem
 
-SPECIAL_ORACLES: dict[str, str] = {
+SPECIAL_ORACLES: dict[str, Comparison] = {
     # find_zero has many right answers: EvalPlus accepts x when |poly(xs, x)| <= atol.
     "HumanEval/32": "poly_root",
 }
 """Tasks whose outputs are judged by a property, not by equality with the canonical
-solution's output. The value goes to `Problem.extra["oracle"]`."""
+solution's output: the value is the comparison of each of the task's call cases, and
+goes to `Problem.extra["oracle"]` too (the typed languages' plus builder leaves such a
+task out, and a record stored before the cases named it is judged by it)."""
 
 INPUT_GROUPS = ("base", "plus")
 
@@ -92,6 +94,7 @@ def _problem(record: SourceRecord, source: SourceFile) -> Problem:
     if not has_inputs:
         return problem
     atol = _atol(record)
+    comparison = SPECIAL_ORACLES.get(problem.task_id, "allclose")
     cases: list[CallCase] = []
     for group in INPUT_GROUPS:
         for arguments in _inputs(record, f"{group}_input"):
@@ -99,7 +102,7 @@ def _problem(record: SourceRecord, source: SourceFile) -> Problem:
                 CallCase(
                     index=len(cases),
                     args=tuple(arguments),
-                    comparison="allclose",
+                    comparison=comparison,
                     atol=atol,
                     group=group,
                 )

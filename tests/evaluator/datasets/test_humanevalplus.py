@@ -42,6 +42,7 @@ def test_find_zero_gets_the_poly_root_oracle(plus_path: Path) -> None:
     assert special.extra["oracle"] == "poly_root"
     assert special.call_cases[0].args == ([2.0, 4.0],)
     assert special.call_cases[0].atol == 1e-4
+    assert {case.comparison for case in special.call_cases} == {"poly_root"}
     assert all("oracle" not in p.extra for p in dataset.problems if p.number != 32)
 
 
