@@ -121,6 +121,19 @@ def test_a_candidate_cannot_make_its_answer_a_root_by_replacing_math_pow(
     assert [t.status for t in result.tests] == ["failed", "failed"]
 
 
+def test_a_candidate_cannot_pass_a_float_check_by_replacing_math_isclose(
+        plus_file: Path, engine: Engine) -> None:
+    """Any task judged within a tolerance (here HumanEval/2, whose expected output is the
+    canonical root 1.0): the harness compares with the `math.isclose` it loaded with."""
+    other = load_dataset(path=plus_file).get("HumanEval/2")
+    assert other is not None
+    honest = run(engine, other, "    return 7.0\n")
+    assert honest.status == "failed"
+    result = run(engine, other, "    import math\n    math.isclose = lambda *a, **k: True\n"
+                                "    math.isnan = lambda x: True\n    return 7.0\n")
+    assert result.status == "failed"
+
+
 def test_a_record_stored_before_its_cases_named_the_oracle_is_judged_by_it(
         engine: Engine, find_zero: Problem) -> None:
     # What the web app kept of an import made before the loader set each case's

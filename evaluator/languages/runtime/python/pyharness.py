@@ -809,6 +809,11 @@ def _run_plain(job: dict[str, Any], reporter: _Reporter) -> None:
     reporter.emit({"kind": "done", "tests": 0, "suspicious": suspicious, "tampered": False})
 
 
+_ISCLOSE, _ISNAN = math.isclose, math.isnan
+"""Bound as the harness loads, as `_POW` below: a program that replaced `math.isclose`
+would otherwise pass every float check."""
+
+
 def _close(actual: object, expected: object, atol: float) -> bool:
     """EvalPlus's rule: floats within rtol 1e-7 and atol; containers element by element."""
     if isinstance(expected, float) or isinstance(actual, float):
@@ -816,10 +821,10 @@ def _close(actual: object, expected: object, atol: float) -> bool:
             return actual == expected
         if not isinstance(actual, (int, float)) or not isinstance(expected, (int, float)):
             return False
-        if math.isnan(expected) and math.isnan(actual):
+        if _ISNAN(expected) and _ISNAN(actual):
             return True
         tolerance = atol if atol else 1e-6
-        return math.isclose(actual, expected, rel_tol=1e-7, abs_tol=tolerance)
+        return _ISCLOSE(actual, expected, rel_tol=1e-7, abs_tol=tolerance)
     if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
         return (type(actual) is type(expected) and len(actual) == len(expected)
                 and all(_close(a, e, atol) for a, e in zip(actual, expected, strict=False)))
