@@ -20,7 +20,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from evaluator.records import RunOptions
-from evaluator.records import Sample as EvaluatorSample
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.defects.models import PatchedScoring
 from webapp.defects.scores import run_defects, task_number
@@ -29,6 +28,7 @@ from webapp.runs.engines import engine_lease
 from webapp.runs.execution import DatabaseResultCache
 from webapp.runs.jobs import job_claim, job_held, job_run
 from webapp.runs.models import Run, Sample
+from webapp.runs.sample_rows import SAMPLE_COLUMNS, stored_sample
 from webapp.runs.selectors import run_can_manage
 
 PATCHED_SCORES = "defects.patched_scores"
@@ -104,14 +104,9 @@ def _compute(*, scoring_id: int, claim: str, stop: threading.Event) -> bool:
     rows = (
         Sample.objects.filter(run=run, task_id__in=scoring.patched_tasks)
         .order_by("position")
-        .values_list("task_id", "index", "raw", "completion", "line", "is_full_program",
-                     "sanitized", "source_task_id")
+        .values_list(*SAMPLE_COLUMNS)
     )
-    samples = [
-        EvaluatorSample(task_id=task_id, index=index, raw=raw, completion=completion, line=line,
-                        is_full_program=full, sanitized=sanitized, source_task_id=source_id)
-        for task_id, index, raw, completion, line, full, sanitized, source_id in rows
-    ]
+    samples = [stored_sample(values) for values in rows]
     n: Counter[str] = Counter(sample.task_id for sample in samples)
     c: Counter[str] = Counter()
     cache = DatabaseResultCache() if run.use_cache else None

@@ -25,7 +25,6 @@ from django.utils import timezone
 from evaluator.engine import EngineEvent
 from evaluator.raw_verdicts import evaluate_with_raw_verdicts
 from evaluator.records import INFRASTRUCTURE_STATUS, STATUSES, RunOptions, SampleResult, cap_text
-from evaluator.records import Sample as EvaluatorSample
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.health.selectors import canary_healthy, language_readiness
 from webapp.health.services import canary_request, canary_run
@@ -43,6 +42,13 @@ from webapp.runs.leases import Heartbeat, lease_end
 from webapp.runs.live import emit_run_event, run_event_record, run_finished_record
 from webapp.runs.manifests import run_manifest_record
 from webapp.runs.models import CachedResult, Chunk, Run, Sample
+from webapp.runs.sample_rows import (
+    SAMPLE_COLUMNS,
+    result_from_json,
+    result_json,
+    stored_sample,
+)
+from webapp.runs.sample_rows import storable as storable
 from webapp.runs.selectors import COUNT_FIELDS, progress_from_counts, run_counts_and_status
 from webapp.runs.transient import TRANSIENT_DB_ERRORS, db_retry
 
@@ -93,7 +99,7 @@ class DatabaseResultCache:
         if stored is None:
             return None
         self.hits += 1
-        return SampleResult.from_dict(stored)
+        return result_from_json(stored)
 
     def put(self, key: str, result: SampleResult) -> None:
         with self._lock:
@@ -107,21 +113,9 @@ class DatabaseResultCache:
                 return
             pending, self._pending = self._pending, {}
         if pending:
-            rows = [CachedResult(key=k, result=storable(r.to_dict())) for k, r in pending.items()]
+            rows = [CachedResult(key=k, result=result_json(r)) for k, r in pending.items()]
             db_retry(lambda: CachedResult.objects.bulk_create(rows, ignore_conflicts=True),
                      what="storing results in the cache")
-
-
-def storable(value: Any) -> Any:
-    """`value` with NUL characters replaced: PostgreSQL text and JSON cannot hold them, and a
-    program's output may contain anything."""
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {key: storable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [storable(item) for item in value]
-    return value
 
 
 def run_start(*, run_id: int) -> list[tuple[int, str]]:
@@ -346,17 +340,12 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str, worker: str = WORKER_NAME) 
     rows = list(
         Sample.objects.filter(chunk=chunk, status="pending")
         .order_by("position")
-        .values_list("pk", "task_id", "index", "raw", "completion", "line", "is_full_program",
-                     "sanitized", "source_task_id")
+        .values_list("pk", *SAMPLE_COLUMNS)
     )
     if not rows:
         return None
     problems = dataset_problems(dataset=run.dataset)
-    samples = [
-        EvaluatorSample(task_id=task_id, index=index, raw=raw, completion=completion, line=line,
-                        is_full_program=full, sanitized=sanitized, source_task_id=source_id)
-        for _, task_id, index, raw, completion, line, full, sanitized, source_id in rows
-    ]
+    samples = [stored_sample(row[1:]) for row in rows]
     sample_ids = [row[0] for row in rows]
     cache = DatabaseResultCache() if run.use_cache else None
     stop = threading.Event()
@@ -510,7 +499,7 @@ def sample_record_result(
             duration_ms=result.compile_ms + result.run_ms,
             tests_passed=passed_tests,
             tests_total=len(result.tests),
-            result=storable(result.to_dict()),
+            result=result_json(result),
             finished_at=timezone.now(),
             seq=seq,
         )

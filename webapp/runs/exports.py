@@ -16,6 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from webapp.runs.models import Run, Sample
+from webapp.runs.sample_rows import result_from_json, stored_tests
 from webapp.runs.selectors import run_pass_at_k, run_pass_hat_k
 from webapp.spreadsheet_csv import SpreadsheetCsvWriter
 
@@ -24,6 +25,9 @@ MATRIX_COLUMNS = (
     "cached", "test_index", "test_group", "test_status", "test_source", "expected", "actual",
     "test_error_type", "test_message", "test_duration_ms",
 )
+MATRIX_TEST_FIELDS = ("index", "group", "status", "source", "expected", "actual", "error_type",
+                      "message", "duration_ms")
+"""What the JSON matrix gives of each test's `TestOutcome`."""
 BATCH = 500
 
 
@@ -42,17 +46,16 @@ def matrix_rows(run: Run) -> Iterator[list[Any]]:
     """One row per executed test; a sample without per-test outcomes (it did not compile,
     timed out before any test...) gets one row with empty test columns."""
     for source_id, task_id, index, status, error_type, cached, result in _sample_rows(run):
-        tests = (result or {}).get("tests") or []
+        tests = stored_tests(result)
         head = [source_id, task_id, index, status, error_type, cached]
         if not tests:
             yield head + [""] * (len(MATRIX_COLUMNS) - len(head))
             continue
         for test in tests:
             yield head + [
-                test.get("index"), test.get("group", ""), test.get("status"),
-                test.get("source", ""), _text(test.get("expected")), _text(test.get("actual")),
-                test.get("error_type") or "", test.get("message") or "",
-                test.get("duration_ms", 0.0),
+                test.index, test.group, test.status, test.source, _text(test.expected),
+                _text(test.actual), test.error_type or "", test.message or "",
+                test.duration_ms,
             ]
 
 
@@ -105,14 +108,13 @@ def matrix_json(run: Run) -> Iterator[str]:
             first = False
             samples = []
         current = (source_id, task_id)
+        stored = result_from_json(result) if result else None
         samples.append({
             "completion_id": index, "status": status, "error_type": error_type,
-            "cached": cached, "program_hash": (result or {}).get("program_hash", ""),
+            "cached": cached, "program_hash": stored.program_hash if stored else "",
             "tests": [
-                {key: test.get(key) for key in ("index", "group", "status", "source",
-                                                 "expected", "actual", "error_type",
-                                                 "message", "duration_ms")}
-                for test in (result or {}).get("tests") or []
+                {key: getattr(test, key) for key in MATRIX_TEST_FIELDS}
+                for test in (stored.tests if stored else ())
             ],
         })
     if current is not None:

@@ -38,6 +38,7 @@ from django.db.models.functions import Length
 from evaluator.records import Sample as ReadSample
 from webapp.benchmarks.models import Dataset
 from webapp.runs.models import Run, Sample
+from webapp.runs.sample_rows import UPLOADED_COLUMNS, uploaded_sample
 from webapp.runs.selectors import find_duplicate_run
 from webapp.runs.services import (
     STAGE_BATCH_CHARS,
@@ -342,12 +343,8 @@ def _staged_samples(run: Run) -> Iterator[ReadSample]:
                 break
             end, chars = position, chars + size
         for values in (rows.filter(position__gte=start, position__lte=end)
-                       .values_list("task_id", "source_task_id", "index", "line", "raw",
-                                    "is_full_program")):
-            task_id, source_task_id, index, line, raw, full_program = values
-            yield ReadSample(task_id=task_id, index=index, raw=raw, completion=raw,
-                             line=line, layout=run.file_layout, is_full_program=full_program,
-                             source_task_id=source_task_id)
+                       .values_list(*UPLOADED_COLUMNS)):
+            yield uploaded_sample(values, layout=run.file_layout)
         start = end + 1
 
 

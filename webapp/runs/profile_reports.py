@@ -8,7 +8,7 @@ verdict under another profile is shown only where its recorded facts decide it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.urls import reverse
@@ -20,6 +20,7 @@ from evaluator.records import Problem, SampleResult
 from evaluator.records import Sample as EvaluatorSample
 from evaluator.rescoring import rescore
 from webapp.runs.models import ProfileComparison, Run, Sample
+from webapp.runs.sample_rows import result_from_json
 
 
 def profiles_url(profile: str = "") -> str:
@@ -217,10 +218,10 @@ def sample_profile_verdicts(*, run: Run, sample: Sample, problems: dict[str, Pro
     """The sample's verdict under every profile, from its stored result alone."""
     if not sample.result:
         return []
-    result = SampleResult.from_dict(sample.result)
+    result = result_from_json(sample.result)
     problem = problems.get(sample.task_id)
     if problem is not None:
-        result = SampleResult.from_dict({**sample.result, "language": problem.language})
+        result = replace(result, language=problem.language)
     judged_by = PROFILES.get(result.profile) or PROFILES.get(run.profile_name)
     if judged_by is None:
         return []

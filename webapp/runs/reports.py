@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
-from evaluator.records import STATUSES
+from evaluator.records import STATUSES, SandboxInfo
 from evaluator.sandbox.base import wall_backstop
 from evaluator.sandbox.levels import level_of_backend
 from webapp.query_params import BadQuery
@@ -30,6 +30,7 @@ from webapp.runs.diffs import CharDiff, char_diff
 from webapp.runs.events import PassAtKValue, ProblemCount, SnapshotEvent
 from webapp.runs.models import ProblemResult, Run, RunDigest, RunMetric, Sample
 from webapp.runs.problem_scores import problems_pass_at_k
+from webapp.runs.sample_rows import result_from_json, result_lookup, stored_tests
 from webapp.runs.selectors import REPORTED_KS, Viewer, visible_runs
 
 TASK_ID = re.compile(r"HumanEval/\d{1,6}")
@@ -62,8 +63,8 @@ def run_facts(*, run: Run) -> RunFacts:
     # finished_at) index: filtering on a JSON key would scan every sample of a big run.
     first = (Sample.objects.filter(run=run, finished_at__isnull=False)
              .order_by("finished_at").values_list("result", flat=True).first())
-    sandbox = (first or {}).get("sandbox")
-    limits: dict[str, Any] = dict(sandbox.get("limits", {})) if isinstance(sandbox, dict) else {}
+    sandbox = result_from_json(first).sandbox if first else None
+    limits: dict[str, Any] = dict(sandbox.limits) if sandbox is not None else {}
     if not limits:
         timeout = run.options.get("timeout_seconds")
         limits = {"cpu_seconds": timeout,
@@ -71,10 +72,10 @@ def run_facts(*, run: Run) -> RunFacts:
                   "memory_mb": run.options.get("memory_mb")}
     # Known once a worker has finished a sample: the worker's own policy decides, so
     # the run's options (an old run's "auto") say nothing about it.
-    recorded = sandbox if isinstance(sandbox, dict) else {}
-    backend = str(recorded.get("backend") or run.sandbox_backend or "")
-    level = str(recorded.get("level") or level_of_backend(backend))
-    chosen = str(recorded.get("chosen") or "")
+    recorded = sandbox if sandbox is not None else SandboxInfo(backend="", limits={})
+    backend = str(recorded.backend or run.sandbox_backend or "")
+    level = str(recorded.level or level_of_backend(backend))
+    chosen = str(recorded.chosen or "")
     if not backend:
         line = "not known yet: the worker chooses it when it runs the first sample"
     else:
@@ -382,12 +383,12 @@ verdict it changed too (the raw text's status is `raw_status` in the stored resu
 
 def _raw_status() -> Cast:
     # As plain text: lookups on a bare key transform compare JSON, not strings.
-    return Cast(KT("result__raw_status"), output_field=CharField())
+    return Cast(KT(result_lookup("raw_status")), output_field=CharField())
 
 
 def _first_status() -> Cast:
     """The first attempt's status of a sample that was run twice (`SampleResult.first_status`)."""
-    return Cast(KT("result__first_status"), output_field=CharField())
+    return Cast(KT(result_lookup("first_status")), output_field=CharField())
 
 
 def _verdict_changed() -> Q:
@@ -478,7 +479,7 @@ def run_samples(*, run: Run, filters: SampleFilters) -> QuerySet[Sample]:
     if filters.task_id:
         samples = samples.filter(task_id=filters.task_id)
     if filters.unstable:
-        samples = samples.filter(result__unstable=True)
+        samples = samples.filter(**{result_lookup("unstable"): True})
     samples = samples.annotate(raw_status=_raw_status(), first_status=_first_status())
     if filters.sanitizing:
         samples = samples.filter(sanitized=True)
@@ -504,19 +505,18 @@ class TestRow:
     diff: CharDiff | None
 
 
-def sample_test_rows(result: dict[str, Any]) -> list[TestRow]:
+def sample_test_rows(result: Mapping[str, Any] | None) -> list[TestRow]:
+    """The rows of a sample's stored result's tests (`Sample.result`; none without one)."""
     rows = []
-    for test in result.get("tests", []):
-        expected, actual = test.get("expected"), test.get("actual")
+    for test in stored_tests(result):
+        expected, actual = test.expected, test.actual
         diff = None
-        if test.get("status") != "passed" and expected is not None and actual is not None:
+        if test.status != "passed" and expected is not None and actual is not None:
             diff = char_diff(str(expected), str(actual))
         rows.append(TestRow(
-            index=test.get("index", 0), source=test.get("source", ""),
-            status=test.get("status", ""), expected=expected, actual=actual,
-            error_type=test.get("error_type"), message=test.get("message"),
-            duration_ms=float(test.get("duration_ms") or 0.0), group=test.get("group", ""),
-            diff=diff,
+            index=test.index, source=test.source, status=test.status, expected=expected,
+            actual=actual, error_type=test.error_type, message=test.message,
+            duration_ms=float(test.duration_ms or 0.0), group=test.group, diff=diff,
         ))
     return rows
 

@@ -18,7 +18,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -30,7 +30,7 @@ from django.utils import timezone
 from evaluator.engine import Engine, EngineConfig
 from evaluator.metrics import curve_with_ci, reportable_ks
 from evaluator.profiles import PROFILES, Profile, get_profile
-from evaluator.records import Problem, RunOptions, SampleResult, Status, cap_text
+from evaluator.records import Problem, RunOptions, SampleResult, cap_text
 from evaluator.records import Sample as EvaluatorSample
 from evaluator.rescoring import Rescored, compare, rescore
 from webapp.benchmarks.selectors import dataset_problems
@@ -38,6 +38,7 @@ from webapp.runs.dispatch import send_profile_comparison
 from webapp.runs.execution import DatabaseResultCache, storable
 from webapp.runs.jobs import job_claim, job_held, job_run
 from webapp.runs.models import ProfileComparison, ProfileScore, Run, Sample
+from webapp.runs.sample_rows import SAMPLE_COLUMNS, stored_result, stored_sample
 from webapp.runs.scoring import CONFIDENCE, RESAMPLES, SEED
 from webapp.runs.selectors import REPORTED_KS, run_can_manage
 
@@ -175,22 +176,18 @@ def _stored_results(*, run: Run, problems: dict[str, Problem]
     """The run's evaluated samples, in file order, with their stored results."""
     rows = (
         Sample.objects.filter(run=run).exclude(status="pending").order_by("position")
-        .values_list("task_id", "index", "raw", "completion", "line", "is_full_program",
-                     "sanitized", "source_task_id", "status", "message", "program_hash",
-                     "result")
+        .values_list(*SAMPLE_COLUMNS, "status", "message", "program_hash", "result")
     )
     samples: list[EvaluatorSample] = []
     results: list[SampleResult] = []
-    for (task_id, index, raw, completion, line, full, sanitized, source_id, status, message,
-         program_hash, stored) in rows.iterator(chunk_size=1000):
-        samples.append(EvaluatorSample(
-            task_id=task_id, index=index, raw=raw, completion=completion, line=line,
-            is_full_program=full, sanitized=sanitized, source_task_id=source_id))
-        result = (SampleResult.from_dict(stored) if stored else
-                  # Not pending, so the status is one of STATUSES.
-                  SampleResult(task_id=task_id, completion_id=index,
-                               status=cast(Status, status), program_hash=program_hash,
-                               message=message))
+    width = len(SAMPLE_COLUMNS)
+    for row in rows.iterator(chunk_size=1000):
+        sample = stored_sample(row[:width])
+        status, message, program_hash, stored = row[width:]
+        samples.append(sample)
+        task_id, index = sample.task_id, sample.index
+        result = stored_result(stored=stored, task_id=task_id, index=index, status=status,
+                               program_hash=program_hash, message=message)
         problem = problems.get(task_id)
         results.append(replace(result, task_id=task_id, completion_id=index,
                                language=problem.language if problem else result.language))

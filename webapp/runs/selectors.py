@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import BooleanField, CharField, Count, IntegerField, Q, QuerySet
@@ -11,7 +11,7 @@ from django.db.models.expressions import RawSQL
 from django.http import Http404
 
 from evaluator.metrics import ALL_OF_K
-from evaluator.records import STATUSES, SampleResult, Status
+from evaluator.records import STATUSES, SampleResult
 from webapp.runs.events import (
     DurableEvent,
     LogEntry,
@@ -26,6 +26,7 @@ from webapp.runs.models import ProblemResult, Run, RunDigest, RunEvent, RunMetri
 from webapp.runs.problem_scores import REPORTED_KS as REPORTED_KS
 from webapp.runs.problem_scores import problems_pass_at_k
 from webapp.runs.profile_reports import run_profiles_json
+from webapp.runs.sample_rows import stored_result
 from webapp.runs.scoring import curve_points
 from webapp.runs.verified import run_verification
 from webapp.teams.models import Membership
@@ -186,12 +187,9 @@ def run_counts_and_status(*, run_id: int) -> tuple[str, RunProgress]:
 
 def sample_result(sample: Sample) -> SampleResult:
     """A finished sample's stored result (an empty one of its status if none was kept)."""
-    if sample.result:
-        return SampleResult.from_dict(sample.result)
-    # A finished sample's status is one of STATUSES (only a pending one is not).
-    return SampleResult(task_id=sample.task_id, completion_id=sample.index,
-                        status=cast(Status, sample.status), program_hash=sample.program_hash,
-                        message=sample.message)
+    return stored_result(stored=sample.result, task_id=sample.task_id, index=sample.index,
+                         status=sample.status, program_hash=sample.program_hash,
+                         message=sample.message)
 
 
 def sample_log_entry(sample: Sample) -> LogEntry:

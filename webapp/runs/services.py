@@ -4,7 +4,6 @@ evaluate, fail) is in `execution`; scores are in `aggregation`; recovery in `rec
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -21,6 +20,13 @@ from webapp.benchmarks.selectors import problem_variant_ids
 from webapp.runs.dispatch import send_run_start
 from webapp.runs.live import run_finished_record
 from webapp.runs.models import Chunk, Run, RunChange, Sample
+from webapp.runs.sample_rows import (
+    NEW_SAMPLE_COLUMNS,
+    SAMPLE_COLUMNS,
+    NewSampleRow,
+    new_sample_row,
+    stored_sample,
+)
 from webapp.runs.selectors import find_duplicate_run, forget_run_facts, run_can_manage
 from webapp.runs.uploads import UploadCheck, checked_samples, run_fingerprint
 from webapp.teams.models import Membership, Team
@@ -31,23 +37,6 @@ STAGE_BATCH_ROWS = 2000
 STAGE_BATCH_CHARS = 8_000_000
 """A staged run's samples are written in batches of at most this many rows and characters
 of text: what one upload holds in memory while it is read, whatever its size."""
-
-
-@dataclass(frozen=True)
-class SampleRow:
-    """What a run stores of one sample, whatever it came from (a file, or an earlier run)."""
-
-    task_id: str
-    """The aligned id, `HumanEval/N`."""
-    source_task_id: str
-    """The id as the file wrote it, byte for byte."""
-    index: int
-    line: int
-    raw: str
-    completion: str
-    sanitized: bool
-    notes: list[str]
-    is_full_program: bool
 
 
 def plan_chunks(task_sizes: Iterable[tuple[str, int]], *, target: int) -> list[list[str]]:
@@ -111,7 +100,7 @@ class RunStager:
         self.visibility = visibility
         self.run: Run | None = None
         self.variants: dict[str, int] = {}
-        self.batch: list[dict[str, Any]] = []
+        self.batch: list[NewSampleRow] = []
         self.batch_chars = 0
         self.position = 0
         self.per_task: dict[str, int] = {}
@@ -157,14 +146,9 @@ class RunStager:
         if self.chunk_of[task_id] == len(self.chunks) - 1:
             self.chunk_size += 1
         self.per_task[task_id] = self.per_task.get(task_id, 0) + 1
-        self.batch.append({
-            "run_id": run.pk, "chunk_id": self.chunks[self.chunk_of[task_id]],
-            "variant_id": self.variants[task_id], "task_id": task_id,
-            "source_task_id": sample.given_task_id, "index": sample.index,
-            "position": self.position, "line": sample.line, "raw": sample.raw,
-            "completion": sample.completion, "sanitized": sample.sanitized,
-            "notes": list(sample.notes), "is_full_program": sample.is_full_program,
-        })
+        self.batch.append(new_sample_row(
+            sample, run_id=run.pk, chunk_id=self.chunks[self.chunk_of[task_id]],
+            variant_id=self.variants[task_id], position=self.position))
         self.position += 1
         self.batch_chars += len(sample.raw) + (
             len(sample.completion) if sample.completion is not sample.raw else 0)
@@ -291,11 +275,11 @@ def staged_runs_purge(*, now: datetime | None = None) -> int:
     return purged.get(Run._meta.label, 0)
 
 
-def _store_samples(*, run: Run, rows: list[SampleRow]) -> None:
+def _store_samples(*, run: Run, samples: list[ReadSample]) -> None:
     variants = problem_variant_ids(dataset_id=run.dataset_id)
     per_task: dict[str, int] = {}
-    for row in rows:
-        per_task[row.task_id] = per_task.get(row.task_id, 0) + 1
+    for sample in samples:
+        per_task[sample.task_id] = per_task.get(sample.task_id, 0) + 1
     plan = plan_chunks(per_task.items(), target=settings.CHUNK_SAMPLES)
     chunks = Chunk.objects.bulk_create([
         Chunk(run=run, index=i, language=run.dataset.language,
@@ -304,51 +288,44 @@ def _store_samples(*, run: Run, rows: list[SampleRow]) -> None:
     ])
     chunk_of = {task: chunks[i].pk for i, tasks in enumerate(plan) for task in tasks}
     _insert_samples([
-        {"run_id": run.pk, "chunk_id": chunk_of[row.task_id], "variant_id": variants[row.task_id],
-         "task_id": row.task_id, "source_task_id": row.source_task_id, "index": row.index,
-         "position": position, "line": row.line, "raw": row.raw, "completion": row.completion,
-         "sanitized": row.sanitized, "notes": row.notes, "is_full_program": row.is_full_program}
-        for position, row in enumerate(rows)
+        new_sample_row(sample, run_id=run.pk, chunk_id=chunk_of[sample.task_id],
+                       variant_id=variants[sample.task_id], position=position)
+        for position, sample in enumerate(samples)
     ])
-    Run.objects.filter(pk=run.pk).update(samples_total=len(rows), chunks_total=len(chunks))
-    run.samples_total, run.chunks_total = len(rows), len(chunks)
+    Run.objects.filter(pk=run.pk).update(samples_total=len(samples), chunks_total=len(chunks))
+    run.samples_total, run.chunks_total = len(samples), len(chunks)
 
 
-def _insert_samples(values: list[dict[str, Any]]) -> None:
-    """Insert new samples, each given as {attname: value}, the rest of their fields taking
-    their defaults: what `Sample.objects.bulk_create` does (no signals either), without a
-    model object per sample. A 16,400-sample upload spent 1.3 of its 2.2 s building them;
-    one `executemany` of prepared rows takes about a quarter of that."""
+def _insert_samples(new_rows: list[NewSampleRow]) -> None:
+    """Insert new samples, their `NEW_SAMPLE_COLUMNS` given, the rest of their fields
+    taking their defaults: what `Sample.objects.bulk_create` does (no signals either),
+    without a model object per sample. A 16,400-sample upload spent 1.3 of its 2.2 s
+    building them; one `executemany` of prepared rows takes about a quarter of that."""
     connection = connections[Sample.objects.db]
-    fields = [f for f in Sample._meta.concrete_fields if not f.primary_key]
-    defaults = {f.attname: f.get_db_prep_save(f.get_default(), connection) for f in fields}
-    json_fields = [f for f in fields if isinstance(f, models.JSONField)]
+    by_name = {f.attname: f for f in Sample._meta.concrete_fields if not f.primary_key}
+    # The given columns first, in `NEW_SAMPLE_COLUMNS`' order, then the defaulted ones: a
+    # row is the given values followed by the defaults, with no per-column placing.
+    given = [by_name[name] for name in NEW_SAMPLE_COLUMNS]
+    defaulted = [f for name, f in by_name.items() if name not in NEW_SAMPLE_COLUMNS]
     quote = connection.ops.quote_name
     # Concrete fields always have a column (django-stubs allow None, for the other fields).
-    columns = [cast(str, f.column) for f in fields]
+    columns = [cast(str, f.column) for f in [*given, *defaulted]]
     # Names from the model's own metadata, quoted; the values travel as parameters.
     sql = (f"INSERT INTO {quote(Sample._meta.db_table)} "  # noqa: S608
            f"({', '.join(quote(column) for column in columns)}) "
-           f"VALUES ({', '.join(['%s'] * len(fields))})")
-    prepared = {f.attname: f for f in json_fields}
+           f"VALUES ({', '.join(['%s'] * len(columns))})")
+    defaults = [f.get_db_prep_save(f.get_default(), connection) for f in defaulted]
+    encoded = [(at, f) for at, f in enumerate(given) if isinstance(f, models.JSONField)]
     # Most samples carry no notes: their empty list is encoded once, not once a sample
     # (encoding each was half of the insert's Python time for 16,400 samples).
-    empty = {f.attname: f.get_db_prep_save([], connection) for f in json_fields}
-    # Each row starts as a copy of the defaults, in column order, and takes the given values
-    # at their columns' places.
-    template = [defaults[f.attname] for f in fields]
-    place = {f.attname: i for i, f in enumerate(fields)}
+    empty = {at: f.get_db_prep_save([], connection) for at, f in encoded}
     rows = []
-    for value in values:
-        row = template.copy()
-        for name, given in value.items():
-            field = prepared.get(name)
-            if field is None:
-                row[place[name]] = given
-            elif isinstance(given, list) and not given:
-                row[place[name]] = empty[name]
-            else:
-                row[place[name]] = field.get_db_prep_save(given, connection)
+    for new_row in new_rows:
+        row = [*new_row, *defaults]
+        for at, field in encoded:
+            value = new_row[at]
+            row[at] = (empty[at] if isinstance(value, list) and not value
+                       else field.get_db_prep_save(value, connection))
         rows.append(row)
     with connection.cursor() as cursor:
         for start in range(0, len(rows), 2000):
@@ -403,13 +380,8 @@ def run_copy(*, owner: User, run: Run, use_cache: bool, rerun_of: Run | None = N
     samples = Sample.objects.filter(run=run).order_by("position")
     if dataset is not None:
         samples = samples.filter(task_id__in=list(problem_variant_ids(dataset_id=target.pk)))
-    rows = [
-        SampleRow(task_id=t, source_task_id=st, index=i, line=ln, raw=r, completion=c,
-                  sanitized=s, notes=n, is_full_program=f)
-        for t, st, i, ln, r, c, s, n, f in samples
-        .values_list("task_id", "source_task_id", "index", "line", "raw", "completion",
-                     "sanitized", "notes", "is_full_program")
-    ]
+    copied = [stored_sample(values, layout=run.file_layout)
+              for values in samples.values_list(*SAMPLE_COLUMNS)]
     same = target.pk == run.dataset_id
     with transaction.atomic():
         new = Run.objects.create(
@@ -422,10 +394,10 @@ def run_copy(*, owner: User, run: Run, use_cache: bool, rerun_of: Run | None = N
                                          options=run.options)),
             use_cache=use_cache, rerun_of=rerun_of, reproduction_of=reproduction_of,
             plus_of=plus_of,
-            coverage=run.coverage if same else _narrowed_coverage(run.coverage, rows, target),
+            coverage=run.coverage if same else _narrowed_coverage(run.coverage, copied, target),
             harness_version=HARNESS_VERSION,
         )
-        _store_samples(run=new, rows=rows)
+        _store_samples(run=new, samples=copied)
         transaction.on_commit(lambda: _enqueue_start(new.pk))
     for source in (plus_of, reproduction_of):
         if source is not None:
@@ -433,14 +405,14 @@ def run_copy(*, owner: User, run: Run, use_cache: bool, rerun_of: Run | None = N
     return new
 
 
-def _narrowed_coverage(coverage: dict[str, Any], rows: list[SampleRow],
+def _narrowed_coverage(coverage: dict[str, Any], samples: list[ReadSample],
                        dataset: Dataset) -> dict[str, Any]:
     """The coverage of the samples kept for another dataset: its tasks, those samples."""
     per_task: dict[str, int] = {}
-    for row in rows:
-        per_task[row.task_id] = per_task.get(row.task_id, 0) + 1
+    for sample in samples:
+        per_task[sample.task_id] = per_task.get(sample.task_id, 0) + 1
     tasks = problem_variant_ids(dataset_id=dataset.pk)
     return {**coverage, "tasks_total": len(tasks), "tasks_with_samples": len(per_task),
             "missing_tasks": sorted(set(tasks) - set(per_task)),
-            "samples_total": len(rows), "min_n": min(per_task.values(), default=0),
+            "samples_total": len(samples), "min_n": min(per_task.values(), default=0),
             "max_n": max(per_task.values(), default=0)}
