@@ -1,5 +1,5 @@
 // Live run page: joins ws/runs/<id>/ and applies the run's typed events (see
-// webapp/runs/events.py). Counts come from the event with the largest `done`. Durable events
+// webapp/runs/domain/events.py). Counts come from the event with the largest `done`. Durable events
 // carry `seq`; on reconnecting, the page asks for what came after the last one it saw
 // (`?after=<seq>`) and the server sends exactly those, then live ones.
 //

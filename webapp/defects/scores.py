@@ -51,8 +51,8 @@ from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.defects.models import PatchedScoring
 from webapp.query_params import query_choice
+from webapp.runs.domain.scoring import CONFIDENCE, RESAMPLES, SEED
 from webapp.runs.models import ProblemResult, Run, RunMetric
-from webapp.runs.scoring import CONFIDENCE, RESAMPLES, SEED
 
 WAYS = ("original", "patched", "excluding")
 WAY_LABELS = {

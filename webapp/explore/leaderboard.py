@@ -21,7 +21,7 @@ chooses which of them the board ranks by, leads with and tests ties on.
 
 `metric` chooses pass@k (at least one of k samples passes) or pass^k (all k pass). pass^k
 is derived from the chosen way's per-problem counts with the same bootstrap as pass@k
-(`webapp.runs.scoring`), and its ties are tested the same way, on per-problem pass^k.
+(`webapp.runs.domain.scoring`), and its ties are tested the same way, on per-problem pass^k.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ from evaluator.metrics import (
 )
 from webapp.defects.scores import Point, ThreeWay, Way, runs_three_way, task_number
 from webapp.query_params import BadQuery
+from webapp.runs.domain.scoring import curve_points
 from webapp.runs.models import Run, RunChange
 from webapp.runs.page_cache import FINISHED_SECONDS, key_of, shared
-from webapp.runs.scoring import curve_points
 from webapp.runs.selectors import REPORTED_KS
 from webapp.runs.verified import Verification, runs_held, runs_verification
 

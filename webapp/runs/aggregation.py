@@ -18,12 +18,12 @@ from evaluator.metrics_plus import declared_groups, passed_base
 from evaluator.records import INFRASTRUCTURE_STATUS
 from webapp.benchmarks.models import ProblemVariant
 from webapp.benchmarks.records import problem_from_json
+from webapp.runs.domain.problem_scores import problem_curve
+from webapp.runs.domain.scoring import CONFIDENCE, RESAMPLES, SEED, curve_points
 from webapp.runs.execution import run_finish, run_pause
 from webapp.runs.leases import Heartbeat, lease_end
 from webapp.runs.models import ProblemResult, Run, RunDigest, RunMetric, Sample
-from webapp.runs.problem_scores import problem_curve
 from webapp.runs.reports import counted_failures
-from webapp.runs.scoring import CONFIDENCE, RESAMPLES, SEED, curve_points
 from webapp.runs.selectors import REPORTED_KS, counted_unstable_samples, sample_result
 from webapp.runs.transient import db_retry
 from webapp.runs.verified import counted_verification

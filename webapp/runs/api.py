@@ -21,7 +21,7 @@ from django.http.response import HttpResponseBase
 from ninja import P, QueryEx, Router, Schema
 
 from webapp.benchmarks.selectors import dataset_list
-from webapp.runs import api_schemas as schemas
+from webapp.runs.domain import schemas
 from webapp.runs.exports import matrix_json
 from webapp.runs.forms import UploadForm
 from webapp.runs.intake import (

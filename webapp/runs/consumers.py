@@ -39,7 +39,7 @@ from django.db import DatabaseError
 from django.http import Http404
 from redis.exceptions import RedisError
 
-from webapp.runs.events import SampleEndedEvent, with_log_html
+from webapp.runs.domain.events import SampleEndedEvent, with_log_html
 from webapp.runs.lifecycle import ACCESS_MESSAGE
 from webapp.runs.live import MESSAGE_TYPE, run_group
 from webapp.runs.models import Run

@@ -30,8 +30,7 @@ from webapp.benchmarks.selectors import dataset_problems
 from webapp.health.selectors import canary_healthy, language_readiness
 from webapp.health.services import canary_request, canary_run
 from webapp.runs.dispatch import send_chunks
-from webapp.runs.engines import engine_lease
-from webapp.runs.events import (
+from webapp.runs.domain.events import (
     RunStatusEvent,
     SampleFinishedEvent,
     SampleStartedEvent,
@@ -39,6 +38,7 @@ from webapp.runs.events import (
     sample_finished_event,
     test_summary,
 )
+from webapp.runs.engines import engine_lease
 from webapp.runs.leases import Heartbeat, lease_end
 from webapp.runs.live import emit_run_event, run_event_record, run_finished_record
 from webapp.runs.manifests import run_manifest_record

@@ -15,7 +15,7 @@ from evaluator.profiles import PROFILES, default_profile, get_profile
 from evaluator.sanitize import sanitize_by_default
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import dataset_list, dataset_lookup
-from webapp.runs.api_schemas import NOT_AN_OBJECT
+from webapp.runs.domain.schemas import NOT_AN_OBJECT
 from webapp.runs.lifecycle import RunEdit, run_edit_from
 from webapp.runs.models import Run
 from webapp.teams.models import Team

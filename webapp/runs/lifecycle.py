@@ -31,8 +31,8 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from evaluator.records import INFRASTRUCTURE_STATUS
-from webapp.runs.api_schemas import run_patch_checked
 from webapp.runs.dispatch import send_run_start
+from webapp.runs.domain.schemas import run_patch_checked
 from webapp.runs.live import run_group
 from webapp.runs.models import Chunk, Run, RunChange, Sample
 from webapp.runs.selectors import Viewer, forget_run_facts, run_can_manage

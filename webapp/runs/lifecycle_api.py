@@ -23,8 +23,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from webapp.runs import api_schemas as schemas
 from webapp.runs.api import REFUSALS, read, request_body, router
+from webapp.runs.domain import schemas
 from webapp.runs.lifecycle import (
     get_deleted_run_for_user,
     restore_deadline,

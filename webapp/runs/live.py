@@ -19,7 +19,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.db.models import F
 
-from webapp.runs.events import DurableEvent, RunEvent, RunFinishedEvent
+from webapp.runs.domain.events import DurableEvent, RunEvent, RunFinishedEvent
 from webapp.runs.models import Run
 from webapp.runs.models import RunEvent as StoredRunEvent
 from webapp.runs.selectors import run_counts_and_status, run_pass_at_k

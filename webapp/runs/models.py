@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from evaluator.records import STATUSES
 from webapp.benchmarks.models import Dataset, Problem, ProblemVariant
-from webapp.runs.problem_scores import problem_pass_at_k
+from webapp.runs.domain.problem_scores import problem_pass_at_k
 from webapp.teams.models import Team
 
 SAMPLE_STATUSES: tuple[str, ...] = ("pending", *STATUSES)

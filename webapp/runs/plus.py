@@ -30,11 +30,11 @@ from django.db.models import QuerySet
 from evaluator.metrics import ANY_OF_K
 from evaluator.records import task_order
 from webapp.benchmarks.models import Dataset
-from webapp.runs.events import PassAtKValue
+from webapp.runs.domain.events import PassAtKValue
+from webapp.runs.domain.scoring import curve_points
 from webapp.runs.models import ProblemResult, Run, Sample
 from webapp.runs.reports import run_reported_ks
 from webapp.runs.reproduce import EVALUATE_DENIED, run_can_evaluate
-from webapp.runs.scoring import curve_points
 from webapp.runs.selectors import HAS_PLUS_RUNS, Viewer, may_see_run
 from webapp.runs.services import run_copy
 

@@ -13,8 +13,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from webapp.runs import api_schemas as schemas
 from webapp.runs.api import REFUSALS, read, router
+from webapp.runs.domain import schemas
 from webapp.runs.models import Run
 from webapp.runs.plus import plus_datasets, plus_pair_json, run_plus_pairs, run_score_on_plus
 from webapp.runs.selectors import get_run_for_user

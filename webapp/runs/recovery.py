@@ -45,7 +45,7 @@ from webapp.runs.dispatch import (
     send_profile_comparison,
     send_run_start,
 )
-from webapp.runs.events import RunRecoveringEvent
+from webapp.runs.domain.events import RunRecoveringEvent
 from webapp.runs.leases import lease_seconds
 from webapp.runs.live import run_event_record
 from webapp.runs.models import Chunk, ProfileComparison, Run

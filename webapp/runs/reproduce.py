@@ -20,7 +20,7 @@ from django.http import Http404
 from django.urls import reverse
 
 from evaluator.manifest import ManifestDifference, manifest_differences
-from webapp.runs.events import PassAtKValue
+from webapp.runs.domain.events import PassAtKValue
 from webapp.runs.models import Run, Sample
 from webapp.runs.reports import run_reported_ks
 from webapp.runs.selectors import HAS_REPRODUCTIONS, Viewer, get_run_for_user, run_pass_at_k

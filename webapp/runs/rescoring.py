@@ -35,10 +35,10 @@ from evaluator.records import Sample as EvaluatorSample
 from evaluator.rescoring import Rescored, compare, rescore
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.runs.dispatch import send_profile_comparison
+from webapp.runs.domain.scoring import CONFIDENCE, RESAMPLES, SEED
 from webapp.runs.execution import DatabaseResultCache, storable
 from webapp.runs.jobs import job_claim, job_held, job_run
 from webapp.runs.models import ProfileComparison, ProfileScore, Run, Sample
-from webapp.runs.scoring import CONFIDENCE, RESAMPLES, SEED
 from webapp.runs.selectors import REPORTED_KS, run_can_manage
 
 REASON_LENGTH = 500

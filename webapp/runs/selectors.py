@@ -12,7 +12,7 @@ from django.http import Http404
 
 from evaluator.metrics import ALL_OF_K
 from evaluator.records import STATUSES, SampleResult, Status
-from webapp.runs.events import (
+from webapp.runs.domain.events import (
     DurableEvent,
     LogEntry,
     PassAtKValue,
@@ -22,11 +22,11 @@ from webapp.runs.events import (
     log_entry,
     sample_finished_event,
 )
+from webapp.runs.domain.problem_scores import REPORTED_KS as REPORTED_KS
+from webapp.runs.domain.problem_scores import problems_pass_at_k
+from webapp.runs.domain.scoring import curve_points
 from webapp.runs.models import ProblemResult, Run, RunDigest, RunEvent, RunMetric, Sample
-from webapp.runs.problem_scores import REPORTED_KS as REPORTED_KS
-from webapp.runs.problem_scores import problems_pass_at_k
 from webapp.runs.profile_reports import run_profiles_json
-from webapp.runs.scoring import curve_points
 from webapp.runs.verified import run_verification
 from webapp.teams.models import Membership
 from webapp.teams.selectors import keep_role, role_in_team

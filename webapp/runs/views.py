@@ -26,7 +26,7 @@ from webapp.query_params import (
     query_text,
 )
 from webapp.runs import exports
-from webapp.runs.events import PassAtKValue
+from webapp.runs.domain.events import PassAtKValue
 from webapp.runs.forms import ConfirmForm, UploadForm
 from webapp.runs.intake import (
     RunDetails,

@@ -17,8 +17,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 
 from webapp.query_params import BadQuery, query_ids
-from webapp.runs import api_schemas as common
 from webapp.runs.api import REFUSALS, read_on, request_body
+from webapp.runs.domain import schemas as common
 from webapp.runs.intake import too_large_issue, upload_was_too_large
 from webapp.runs.reports import visible_runs_by_id
 from webapp.suites import api_schemas as schemas

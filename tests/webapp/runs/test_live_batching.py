@@ -22,7 +22,7 @@ from django.utils.module_loading import import_string
 
 from tests.webapp.support import WebsocketClient
 from webapp.runs import consumers, execution, live
-from webapp.runs.events import with_log_html
+from webapp.runs.domain.events import with_log_html
 from webapp.runs.live import MESSAGE_TYPE, run_group
 from webapp.runs.routing import websocket_urlpatterns
 from webapp.runs.tasks import evaluate_run

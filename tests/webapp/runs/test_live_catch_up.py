@@ -18,7 +18,7 @@ from django.test import Client
 
 from tests.webapp.support import WebsocketClient
 from webapp.runs import consumers, execution, live
-from webapp.runs.events import with_log_html
+from webapp.runs.domain.events import with_log_html
 from webapp.runs.models import Run
 from webapp.runs.routing import websocket_urlpatterns
 from webapp.runs.selectors import run_events_after

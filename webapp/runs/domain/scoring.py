@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluator.metrics import curve_with_ci
-from webapp.runs.events import PassAtKValue
+from webapp.runs.domain.events import PassAtKValue
 
 RESAMPLES = 2000
 CONFIDENCE = 0.95
