@@ -127,7 +127,7 @@ def time_page(client: Any, path: str, repeats: int) -> dict[str, float]:
 
 def time_scores(runs: list[Any], repeats: int) -> dict[str, float]:
     from webapp.defects import scores
-    from webapp.runs.selectors import REPORTED_KS
+    from webapp.runs.reads.selectors import REPORTED_KS
 
     times = []
     for _ in range(repeats + 1):

@@ -323,8 +323,8 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # -- Page cache -----------------------------------------------------------------------------
-# The run pages and leaderboards many people read at once (webapp/runs/page_cache.py). Its keys
-# say what each entry was drawn from, so a process never serves a stale one: with Redis the
+# The run pages and leaderboards many people read at once (webapp/runs/reads/page_cache.py).
+# Its keys say what each entry was drawn from, so a process never serves a stale one: with Redis the
 # web processes share it; embedded, each keeps its own in memory. Short timeouts: a Redis
 # that restarts costs a page its cache, never a wait (never `cache.clear()` it: on the
 # broker's Redis that is FLUSHDB).

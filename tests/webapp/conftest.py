@@ -41,7 +41,7 @@ class Personas:
 def _fresh_problem_cache() -> Iterator[None]:
     # Test databases reuse ids; the per-process problem cache must not outlive a test.
     benchmark_selectors._problem_cache.clear()
-    cache.clear()  # the page cache (webapp.runs.page_cache), in this process's memory
+    cache.clear()  # the page cache (webapp.runs.reads.page_cache), in this process's memory
     yield
     benchmark_selectors._problem_cache.clear()
 

@@ -29,7 +29,7 @@ from webapp.runs.engines import engine_lease
 from webapp.runs.execution import DatabaseResultCache
 from webapp.runs.jobs import job_claim, job_held, job_run
 from webapp.runs.models import Run, Sample
-from webapp.runs.selectors import run_can_manage
+from webapp.runs.reads.selectors import run_can_manage
 
 PATCHED_SCORES = "defects.patched_scores"
 PROGRESS_EVERY = 25

@@ -22,7 +22,6 @@ from ninja import P, QueryEx, Router, Schema
 
 from webapp.benchmarks.selectors import dataset_list
 from webapp.runs.domain import schemas
-from webapp.runs.exports import matrix_json
 from webapp.runs.forms import UploadForm
 from webapp.runs.intake import (
     RunDetails,
@@ -32,8 +31,9 @@ from webapp.runs.intake import (
     upload_was_too_large,
 )
 from webapp.runs.lifecycle import duplicate_answer
-from webapp.runs.page_cache import key_of, run_timeout, run_version, shared
-from webapp.runs.selectors import (
+from webapp.runs.reads.exports import matrix_json
+from webapp.runs.reads.page_cache import key_of, run_timeout, run_version, shared
+from webapp.runs.reads.selectors import (
     get_run_for_user,
     run_counts_and_status,
     run_result_lines,
@@ -168,7 +168,7 @@ def runs_detail(
     run = get_run_for_user(user=request.user, run_id=run_id)
     include = problems != "0"
     # Who may read it was decided above; the summary itself is the same for every reader,
-    # so it is kept in the page cache under the run's version (`webapp.runs.page_cache`).
+    # so it is kept in the page cache under the run's version (`webapp.runs.reads.page_cache`).
     summary = shared(key_of("api-run", run.pk, run_version(run=run), include),
                      partial(run_summary, run=run, include_problems=include),
                      timeout=run_timeout(run))

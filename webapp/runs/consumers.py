@@ -43,7 +43,12 @@ from webapp.runs.domain.events import SampleEndedEvent, with_log_html
 from webapp.runs.lifecycle import ACCESS_MESSAGE
 from webapp.runs.live import MESSAGE_TYPE, run_group
 from webapp.runs.models import Run
-from webapp.runs.selectors import get_run_for_user, run_event_seq, run_events_after, run_snapshot
+from webapp.runs.reads.selectors import (
+    get_run_for_user,
+    run_event_seq,
+    run_events_after,
+    run_snapshot,
+)
 
 logger = logging.getLogger(__name__)
 

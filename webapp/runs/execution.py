@@ -43,7 +43,7 @@ from webapp.runs.leases import Heartbeat, lease_end
 from webapp.runs.live import emit_run_event, run_event_record, run_finished_record
 from webapp.runs.manifests import run_manifest_record
 from webapp.runs.models import CachedResult, Chunk, Run, Sample
-from webapp.runs.selectors import COUNT_FIELDS, progress_from_counts, run_counts_and_status
+from webapp.runs.reads.selectors import COUNT_FIELDS, progress_from_counts, run_counts_and_status
 from webapp.runs.transient import TRANSIENT_DB_ERRORS, db_retry
 
 logger = logging.getLogger(__name__)

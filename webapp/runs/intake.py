@@ -38,7 +38,7 @@ from django.db.models.functions import Length
 from evaluator.records import Sample as ReadSample
 from webapp.benchmarks.models import Dataset
 from webapp.runs.models import Run, Sample
-from webapp.runs.selectors import find_duplicate_run
+from webapp.runs.reads.selectors import find_duplicate_run
 from webapp.runs.services import (
     STAGE_BATCH_CHARS,
     STAGE_BATCH_ROWS,

@@ -35,9 +35,9 @@ from webapp.runs.dispatch import send_run_start
 from webapp.runs.domain.schemas import run_patch_checked
 from webapp.runs.live import run_group
 from webapp.runs.models import Chunk, Run, RunChange, Sample
-from webapp.runs.selectors import Viewer, forget_run_facts, run_can_manage
+from webapp.runs.reads.selectors import Viewer, forget_run_facts, run_can_manage
+from webapp.runs.reads.verified import CONFIRMED, HELD, run_verification
 from webapp.runs.services import run_cancel, run_change_record
-from webapp.runs.verified import CONFIRMED, HELD, run_verification
 from webapp.teams.models import Membership, Team
 
 logger = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ def run_update(*, user: User, run: Run, edit: RunEdit) -> list[RunChange]:
 def run_set_on_leaderboards(*, user: User, run: Run, listed: bool,
                             confirm: bool = False) -> bool:
     """Retract a run from the leaderboards (`listed=False`) or put it back; False when it
-    already was so. A run held for review (`webapp.runs.verified`) is listed only with
+    already was so. A run held for review (`webapp.runs.reads.verified`) is listed only with
     `confirm`, which leaves its own entry in the history."""
     _require_manage(user=user, run=run)
     if listed:

@@ -37,9 +37,9 @@ from webapp.runs.lifecycle import (
     run_update,
 )
 from webapp.runs.models import RunChange
-from webapp.runs.selectors import get_run_for_user, run_summary
+from webapp.runs.reads.selectors import get_run_for_user, run_summary
+from webapp.runs.reads.verified import run_verification
 from webapp.runs.services import run_cancel
-from webapp.runs.verified import run_verification
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
 from webapp.teams.signed_in import SignedInRequest
 from webapp.textfields import JSON_DEPTH_MAX, json_parse

@@ -30,7 +30,7 @@ from webapp.runs.lifecycle import (
     run_update,
 )
 from webapp.runs.models import Run
-from webapp.runs.selectors import get_run_for_user, run_can_manage
+from webapp.runs.reads.selectors import get_run_for_user, run_can_manage
 from webapp.teams.signed_in import SignedInRequest
 
 

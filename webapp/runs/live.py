@@ -22,7 +22,7 @@ from django.db.models import F
 from webapp.runs.domain.events import DurableEvent, RunEvent, RunFinishedEvent
 from webapp.runs.models import Run
 from webapp.runs.models import RunEvent as StoredRunEvent
-from webapp.runs.selectors import run_counts_and_status, run_pass_at_k
+from webapp.runs.reads.selectors import run_counts_and_status, run_pass_at_k
 
 logger = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ from webapp.benchmarks.models import Dataset
 from webapp.runs.domain.events import PassAtKValue
 from webapp.runs.domain.scoring import curve_points
 from webapp.runs.models import ProblemResult, Run, Sample
-from webapp.runs.reports import run_reported_ks
+from webapp.runs.reads.reports import run_reported_ks
+from webapp.runs.reads.selectors import HAS_PLUS_RUNS, Viewer, may_see_run
 from webapp.runs.reproduce import EVALUATE_DENIED, run_can_evaluate
-from webapp.runs.selectors import HAS_PLUS_RUNS, Viewer, may_see_run
 from webapp.runs.services import run_copy
 
 PLUS_NAME = "humanevalplus"

@@ -17,7 +17,7 @@ from webapp.runs.api import REFUSALS, read, router
 from webapp.runs.domain import schemas
 from webapp.runs.models import Run
 from webapp.runs.plus import plus_datasets, plus_pair_json, run_plus_pairs, run_score_on_plus
-from webapp.runs.selectors import get_run_for_user
+from webapp.runs.reads.selectors import get_run_for_user
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
 from webapp.teams.signed_in import SignedInRequest
 

@@ -15,9 +15,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evaluator.profiles import PROFILES
 from webapp.runs.models import Run
-from webapp.runs.profile_reports import profile_entries, run_profiles_section
+from webapp.runs.reads.profile_reports import profile_entries, run_profiles_section
+from webapp.runs.reads.selectors import Viewer, get_run_for_user, run_can_manage
 from webapp.runs.rescoring import profile_comparison_request
-from webapp.runs.selectors import Viewer, get_run_for_user, run_can_manage
 from webapp.teams.signed_in import SignedInRequest
 
 SECTION_TEMPLATE = "runs/_profiles.html"

@@ -22,8 +22,8 @@ from django.urls import reverse
 from evaluator.manifest import ManifestDifference, manifest_differences
 from webapp.runs.domain.events import PassAtKValue
 from webapp.runs.models import Run, Sample
-from webapp.runs.reports import run_reported_ks
-from webapp.runs.selectors import HAS_REPRODUCTIONS, Viewer, get_run_for_user, run_pass_at_k
+from webapp.runs.reads.reports import run_reported_ks
+from webapp.runs.reads.selectors import HAS_REPRODUCTIONS, Viewer, get_run_for_user, run_pass_at_k
 from webapp.runs.services import run_copy
 from webapp.teams.selectors import role_in_team
 

@@ -16,6 +16,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from webapp.runs.manifests import manifest_export
+from webapp.runs.reads.selectors import get_run_for_user
 from webapp.runs.reproduce import (
     EVALUATE_DENIED,
     active_reproduction,
@@ -25,7 +26,6 @@ from webapp.runs.reproduce import (
     reproduction_report,
     run_reproduce,
 )
-from webapp.runs.selectors import get_run_for_user
 from webapp.teams.signed_in import SignedInRequest
 
 

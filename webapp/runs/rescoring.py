@@ -39,7 +39,7 @@ from webapp.runs.domain.scoring import CONFIDENCE, RESAMPLES, SEED
 from webapp.runs.execution import DatabaseResultCache, storable
 from webapp.runs.jobs import job_claim, job_held, job_run
 from webapp.runs.models import ProfileComparison, ProfileScore, Run, Sample
-from webapp.runs.selectors import REPORTED_KS, run_can_manage
+from webapp.runs.reads.selectors import REPORTED_KS, run_can_manage
 
 REASON_LENGTH = 500
 """Characters kept of the reason a problem's verdict depends on the profile."""

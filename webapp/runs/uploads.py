@@ -231,7 +231,7 @@ class UploadCheck(HasIssues):
             "layout": self.summary.layout,
             "sanitized": self.summary.sanitized,
             # Only with `allow_language_mismatch` does such a file get this far; the run is
-            # then held off leaderboards until confirmed (`webapp.runs.verified`).
+            # then held off leaderboards until confirmed (`webapp.runs.reads.verified`).
             **({"language_mismatch": self.language.detected}
                if self.language is not None and not self.language.fits
                and self.language.detected else {}),

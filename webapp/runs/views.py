@@ -25,7 +25,6 @@ from webapp.query_params import (
     query_int,
     query_text,
 )
-from webapp.runs import exports
 from webapp.runs.domain.events import PassAtKValue
 from webapp.runs.forms import ConfirmForm, UploadForm
 from webapp.runs.intake import (
@@ -40,8 +39,9 @@ from webapp.runs.intake import (
 )
 from webapp.runs.lifecycle import duplicate_offer, run_lifecycle_context
 from webapp.runs.models import SAMPLE_STATUSES, RunMetric, Sample
-from webapp.runs.page_cache import key_of, run_row, run_timeout, run_version, shared
-from webapp.runs.reports import (
+from webapp.runs.reads import exports
+from webapp.runs.reads.page_cache import key_of, run_row, run_timeout, run_version, shared
+from webapp.runs.reads.reports import (
     PROBLEM_SHOWS,
     PROBLEM_SORTS,
     SANITIZING_FILTERS,
@@ -66,7 +66,7 @@ from webapp.runs.reports import (
     samples_url,
     visible_runs_by_id,
 )
-from webapp.runs.selectors import (
+from webapp.runs.reads.selectors import (
     get_run_for_user,
     run_can_manage,
     run_interruptions,
@@ -178,8 +178,8 @@ SAMPLES_PER_PAGE = 100
 @handles_bad_query
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run page. Who may see it and what the viewer may do are decided here on every
-    request; the rest is drawn from the shared page cache (`webapp.runs.page_cache`): each part
-    the template keeps (`{% shared_fragment %}`) is computed only when it is drawn."""
+    request; the rest is drawn from the shared page cache (`webapp.runs.reads.page_cache`):
+    each part the template keeps (`{% shared_fragment %}`) is computed only when it is drawn."""
     keep_roles(request.user)  # its sections each ask what the viewer may do with the run
     run = get_run_for_user(user=request.user, run_id=run_id)
     params = request.GET

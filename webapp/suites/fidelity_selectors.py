@@ -20,8 +20,8 @@ from webapp.benchmarks.highlight import Token
 from webapp.benchmarks.models import Dataset, ProblemVariant
 from webapp.benchmarks.selectors import RTL_LANGUAGES, RegisteredDefect, problem_defects
 from webapp.runs.models import ProblemResult, Run
-from webapp.runs.reports import run_label
-from webapp.runs.selectors import Viewer, visible_runs
+from webapp.runs.reads.reports import run_label
+from webapp.runs.reads.selectors import Viewer, visible_runs
 from webapp.suites.fidelity import (
     DefectCandidate,
     Fidelity,

@@ -19,7 +19,7 @@ from evaluator.defects import TEXT_FIELDS as DETECT_FIELDS
 from webapp.benchmarks.models import Dataset, ProblemVariant
 from webapp.query_params import BadQuery, handles_bad_query, query_ids, query_int
 from webapp.runs.models import Run
-from webapp.runs.reports import finished_runs, visible_runs_by_id
+from webapp.runs.reads.reports import finished_runs, visible_runs_by_id
 from webapp.suites.fidelity import Fidelity, task_number
 from webapp.suites.fidelity_models import DefectProposal
 from webapp.suites.fidelity_selectors import (

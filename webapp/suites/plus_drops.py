@@ -16,7 +16,7 @@ from statistics import fmean
 
 from webapp.runs.models import Run
 from webapp.runs.plus import BASE_FROM_ORIGINAL, PlusScore, runs_plus_scores
-from webapp.runs.selectors import Viewer, visible_runs
+from webapp.runs.reads.selectors import Viewer, visible_runs
 from webapp.suites.selectors import language_label
 
 

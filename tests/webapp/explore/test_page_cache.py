@@ -1,4 +1,4 @@
-"""The shared page cache behind the run page and the leaderboards (`webapp.runs.page_cache`):
+"""The shared page cache behind the run page and the leaderboards (`webapp.runs.reads.page_cache`):
 whatever changes what a page shows shows at once, and nothing one viewer was drawn reaches
 another who may not see it.
 

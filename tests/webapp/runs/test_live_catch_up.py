@@ -20,8 +20,8 @@ from tests.webapp.support import WebsocketClient
 from webapp.runs import consumers, execution, live
 from webapp.runs.domain.events import with_log_html
 from webapp.runs.models import Run
+from webapp.runs.reads.selectors import run_events_after
 from webapp.runs.routing import websocket_urlpatterns
-from webapp.runs.selectors import run_events_after
 from webapp.runs.tasks import evaluate_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -201,7 +201,7 @@ def test_the_page_shows_nothing_older_than_the_number_it_resumes_from(run, perso
     page must not show `queued` while resuming after the `run_status` event."""
     from webapp.runs import views
     from webapp.runs.execution import run_start
-    from webapp.runs.selectors import run_snapshot as original
+    from webapp.runs.reads.selectors import run_snapshot as original
 
     def start_first(*, run):
         run_start(run_id=run.pk)

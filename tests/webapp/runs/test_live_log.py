@@ -21,7 +21,7 @@ from webapp.runs.domain.events import (
 )
 from webapp.runs.execution import sample_record_result
 from webapp.runs.models import Sample
-from webapp.runs.selectors import run_events_after, run_snapshot
+from webapp.runs.reads.selectors import run_events_after, run_snapshot
 
 HOSTILE = "<script>alert('x')</script>\u202egnirts desrever & \"quoted\" "
 RUN_ID, SAMPLE_ID = 7, 11

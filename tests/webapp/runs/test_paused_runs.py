@@ -21,7 +21,7 @@ from webapp.health.selectors import canary_healthy
 from webapp.health.services import canary_run
 from webapp.runs.execution import WORKER_NAME
 from webapp.runs.models import CachedResult, Chunk, Run, RunMetric, Sample
-from webapp.runs.verified import run_verification
+from webapp.runs.reads.verified import run_verification
 from webapp.teams.services import token_issue
 
 

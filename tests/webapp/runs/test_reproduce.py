@@ -19,8 +19,8 @@ from tests.webapp.factories import RunFactory
 from tests.webapp.runs.test_access import VISIBILITY_RULES
 from tests.webapp.support import RIGHT_0, WRONG_0, client_for, write_jsonl
 from webapp.runs.models import Run, Sample
+from webapp.runs.reads.selectors import visible_runs
 from webapp.runs.reproduce import reproduction_report
-from webapp.runs.selectors import visible_runs
 
 HOST_ONLY_0 = (
     "    import socket\n"

@@ -11,8 +11,8 @@ from django.db.models import Max
 
 from tests.webapp.factories import RunFactory
 from webapp.runs.models import Run, RunChange
-from webapp.runs.page_cache import run_version
-from webapp.runs.selectors import (
+from webapp.runs.reads.page_cache import run_version
+from webapp.runs.reads.selectors import (
     HAS_PLUS_RUNS,
     HAS_REPRODUCTIONS,
     LAST_CHANGE,

@@ -33,7 +33,7 @@ from django.db.models import Max
 from redis.exceptions import RedisError
 
 from webapp.runs.models import Run, RunChange
-from webapp.runs.selectors import LAST_CHANGE
+from webapp.runs.reads.selectors import LAST_CHANGE
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

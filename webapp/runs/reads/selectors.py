@@ -26,8 +26,8 @@ from webapp.runs.domain.problem_scores import REPORTED_KS as REPORTED_KS
 from webapp.runs.domain.problem_scores import problems_pass_at_k
 from webapp.runs.domain.scoring import curve_points
 from webapp.runs.models import ProblemResult, Run, RunDigest, RunEvent, RunMetric, Sample
-from webapp.runs.profile_reports import run_profiles_json
-from webapp.runs.verified import run_verification
+from webapp.runs.reads.profile_reports import run_profiles_json
+from webapp.runs.reads.verified import run_verification
 from webapp.teams.models import Membership
 from webapp.teams.selectors import keep_role, role_in_team
 

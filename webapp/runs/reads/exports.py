@@ -16,7 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from webapp.runs.models import Run, Sample
-from webapp.runs.selectors import run_pass_at_k, run_pass_hat_k
+from webapp.runs.reads.selectors import run_pass_at_k, run_pass_hat_k
 from webapp.spreadsheet_csv import SpreadsheetCsvWriter
 
 MATRIX_COLUMNS = (

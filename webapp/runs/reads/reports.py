@@ -26,11 +26,11 @@ from evaluator.records import STATUSES
 from evaluator.sandbox.base import wall_backstop
 from evaluator.sandbox.levels import level_of_backend
 from webapp.query_params import BadQuery
-from webapp.runs.diffs import CharDiff, char_diff
 from webapp.runs.domain.events import PassAtKValue, ProblemCount, SnapshotEvent
 from webapp.runs.domain.problem_scores import problems_pass_at_k
 from webapp.runs.models import ProblemResult, Run, RunDigest, RunMetric, Sample
-from webapp.runs.selectors import REPORTED_KS, Viewer, visible_runs
+from webapp.runs.reads.char_diffs import CharDiff, char_diff
+from webapp.runs.reads.selectors import REPORTED_KS, Viewer, visible_runs
 
 TASK_ID = re.compile(r"HumanEval/\d{1,6}")
 OUTPUT_SHOWN = 20_000
