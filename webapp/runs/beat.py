@@ -23,7 +23,7 @@ from celery.beat import PersistentScheduler, ScheduleEntry
 from django.conf import settings
 from django.db import close_old_connections
 
-from webapp.runs.dispatch import SWEEP
+from webapp.runs.messaging.dispatch import SWEEP
 from webapp.runs.transient import db_retry
 
 logger = logging.getLogger(__name__)

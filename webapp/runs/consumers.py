@@ -41,7 +41,7 @@ from redis.exceptions import RedisError
 
 from webapp.runs.domain.events import SampleEndedEvent, with_log_html
 from webapp.runs.lifecycle import ACCESS_MESSAGE
-from webapp.runs.live import MESSAGE_TYPE, run_group
+from webapp.runs.messaging.live import MESSAGE_TYPE, run_group
 from webapp.runs.models import Run
 from webapp.runs.reads.selectors import (
     get_run_for_user,

@@ -29,7 +29,6 @@ from evaluator.records import Sample as EvaluatorSample
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.health.selectors import canary_healthy, language_readiness
 from webapp.health.services import canary_request, canary_run
-from webapp.runs.dispatch import send_chunks
 from webapp.runs.domain.events import (
     RunStatusEvent,
     SampleFinishedEvent,
@@ -40,8 +39,9 @@ from webapp.runs.domain.events import (
 )
 from webapp.runs.engines import engine_lease
 from webapp.runs.leases import Heartbeat, lease_end
-from webapp.runs.live import emit_run_event, run_event_record, run_finished_record
 from webapp.runs.manifests import run_manifest_record
+from webapp.runs.messaging.dispatch import send_chunks
+from webapp.runs.messaging.live import emit_run_event, run_event_record, run_finished_record
 from webapp.runs.models import CachedResult, Chunk, Run, Sample
 from webapp.runs.reads.selectors import COUNT_FIELDS, progress_from_counts, run_counts_and_status
 from webapp.runs.transient import TRANSIENT_DB_ERRORS, db_retry

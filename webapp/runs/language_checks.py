@@ -27,7 +27,7 @@ from django.utils import timezone
 from evaluator.language_check import Answer, sandboxed_parsers
 from evaluator.languages.python import python_parses
 from evaluator.languages.registry import display_name
-from webapp.runs.dispatch import send_language_check
+from webapp.runs.messaging.dispatch import send_language_check
 from webapp.runs.models import LanguageCheckPart
 
 logger = logging.getLogger(__name__)

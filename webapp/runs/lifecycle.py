@@ -31,9 +31,9 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from evaluator.records import INFRASTRUCTURE_STATUS
-from webapp.runs.dispatch import send_run_start
 from webapp.runs.domain.schemas import run_patch_checked
-from webapp.runs.live import run_group
+from webapp.runs.messaging.dispatch import send_run_start
+from webapp.runs.messaging.live import run_group
 from webapp.runs.models import Chunk, Run, RunChange, Sample
 from webapp.runs.reads.selectors import Viewer, forget_run_facts, run_can_manage
 from webapp.runs.reads.verified import CONFIRMED, HELD, run_verification

@@ -31,7 +31,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from webapp.runs.dispatch import (
+from webapp.runs.domain.events import RunRecoveringEvent
+from webapp.runs.leases import lease_seconds
+from webapp.runs.messaging.dispatch import (
     COMPARE_PROFILES,
     DEFAULT_QUEUE,
     EVALUATE_CHUNK,
@@ -45,9 +47,7 @@ from webapp.runs.dispatch import (
     send_profile_comparison,
     send_run_start,
 )
-from webapp.runs.domain.events import RunRecoveringEvent
-from webapp.runs.leases import lease_seconds
-from webapp.runs.live import run_event_record
+from webapp.runs.messaging.live import run_event_record
 from webapp.runs.models import Chunk, ProfileComparison, Run
 
 logger = logging.getLogger(__name__)

@@ -34,10 +34,10 @@ from evaluator.records import Problem, RunOptions, SampleResult, Status, cap_tex
 from evaluator.records import Sample as EvaluatorSample
 from evaluator.rescoring import Rescored, compare, rescore
 from webapp.benchmarks.selectors import dataset_problems
-from webapp.runs.dispatch import send_profile_comparison
 from webapp.runs.domain.scoring import CONFIDENCE, RESAMPLES, SEED
 from webapp.runs.execution import DatabaseResultCache, storable
 from webapp.runs.jobs import job_claim, job_held, job_run
+from webapp.runs.messaging.dispatch import send_profile_comparison
 from webapp.runs.models import ProfileComparison, ProfileScore, Run, Sample
 from webapp.runs.reads.selectors import REPORTED_KS, run_can_manage
 

@@ -18,8 +18,8 @@ from evaluator.records import HARNESS_VERSION
 from evaluator.records import Sample as ReadSample
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import problem_variant_ids
-from webapp.runs.dispatch import send_run_start
-from webapp.runs.live import run_finished_record
+from webapp.runs.messaging.dispatch import send_run_start
+from webapp.runs.messaging.live import run_finished_record
 from webapp.runs.models import Chunk, Run, RunChange, Sample
 from webapp.runs.reads.selectors import find_duplicate_run, forget_run_facts, run_can_manage
 from webapp.runs.uploads import UploadCheck, checked_samples, run_fingerprint

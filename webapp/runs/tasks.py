@@ -11,7 +11,11 @@ from django.db import transaction
 
 from evaluator.language_check import close_sandboxed_parsers
 from webapp.runs.aggregation import run_finalize
-from webapp.runs.dispatch import (
+from webapp.runs.engines import engines_close
+from webapp.runs.execution import WORKER_NAME, chunk_evaluate, run_fan_out
+from webapp.runs.language_checks import language_check_part_run
+from webapp.runs.lifecycle import deleted_runs_purge
+from webapp.runs.messaging.dispatch import (
     CHECK_LANGUAGE,
     COMPARE_PROFILES,
     EVALUATE_CHUNK,
@@ -20,10 +24,6 @@ from webapp.runs.dispatch import (
     SWEEP,
     send_finalize,
 )
-from webapp.runs.engines import engines_close
-from webapp.runs.execution import WORKER_NAME, chunk_evaluate, run_fan_out
-from webapp.runs.language_checks import language_check_part_run
-from webapp.runs.lifecycle import deleted_runs_purge
 from webapp.runs.recovery import runs_sweep
 from webapp.runs.rescoring import profile_comparison_run
 from webapp.runs.services import staged_runs_purge

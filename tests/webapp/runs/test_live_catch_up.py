@@ -17,8 +17,9 @@ from django.conf import settings
 from django.test import Client
 
 from tests.webapp.support import WebsocketClient
-from webapp.runs import consumers, execution, live
+from webapp.runs import consumers, execution
 from webapp.runs.domain.events import with_log_html
+from webapp.runs.messaging import live
 from webapp.runs.models import Run
 from webapp.runs.reads.selectors import run_events_after
 from webapp.runs.routing import websocket_urlpatterns

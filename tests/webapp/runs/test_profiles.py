@@ -19,7 +19,7 @@ from tests.webapp.factories import RunFactory
 from tests.webapp.support import CRASH_1, RIGHT_0, client_for, files_left_by_uploads, write_jsonl
 from webapp.benchmarks.services import dataset_import
 from webapp.runs import recovery, rescoring
-from webapp.runs.dispatch import QueuedWork
+from webapp.runs.messaging.dispatch import QueuedWork
 from webapp.runs.models import ProfileComparison, ProfileScore, Run, RunMetric, Sample
 from webapp.runs.recovery import runs_sweep
 from webapp.runs.tasks import compare_profiles

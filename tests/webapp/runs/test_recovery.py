@@ -15,10 +15,16 @@ from django.utils import timezone
 from evaluator.records import SampleResult
 from webapp.runs import execution, leases, recovery, transient
 from webapp.runs.aggregation import run_finalize
-from webapp.runs.dispatch import EVALUATE_CHUNK, EVALUATE_RUN, SWEEP, QueuedWork, queued_work
 from webapp.runs.execution import chunk_evaluate, run_start, sample_record_result
 from webapp.runs.leases import Heartbeat
 from webapp.runs.lifecycle import run_resume
+from webapp.runs.messaging.dispatch import (
+    EVALUATE_CHUNK,
+    EVALUATE_RUN,
+    SWEEP,
+    QueuedWork,
+    queued_work,
+)
 from webapp.runs.models import Chunk, Run, RunEvent, Sample
 from webapp.runs.recovery import runs_sweep
 from webapp.runs.services import run_cancel
@@ -167,7 +173,7 @@ def test_a_broker_whose_messages_cannot_be_listed_holds_all_of_a_queue_that_is_n
 ):
     from celery import Celery
 
-    from webapp.runs import dispatch
+    from webapp.runs.messaging import dispatch
 
     app = Celery("opaque", broker="memory://", set_as_current=False)
     monkeypatch.setattr(dispatch, "current_app", app)
