@@ -195,7 +195,7 @@ UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR)
 # Every uploaded file goes to disk as it arrives, whatever its size, through a handler that
 # stops at the size limit and hashes as it writes.
-FILE_UPLOAD_HANDLERS = ["webapp.runs.uploads.BoundedUploadHandler"]
+FILE_UPLOAD_HANDLERS = ["webapp.runs.upload_checks.files.BoundedUploadHandler"]
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 

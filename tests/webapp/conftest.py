@@ -24,7 +24,7 @@ from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
 from webapp.runs.models import Run
 from webapp.runs.services import run_create
-from webapp.runs.uploads import EvaluationOptions, upload_check
+from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
 from webapp.teams.models import Membership, Team
 from webapp.teams.services import token_issue, user_sign_up
 

@@ -13,7 +13,7 @@ from tests.webapp.support import WebsocketClient
 from webapp.origin import SameOriginWebsockets, parse_origin
 from webapp.runs.models import Run
 from webapp.runs.services import run_create
-from webapp.runs.uploads import EvaluationOptions, upload_check
+from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
 
 HOST = (b"host", b"127.0.0.1:8000")
 

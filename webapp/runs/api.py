@@ -39,7 +39,7 @@ from webapp.runs.reads.selectors import (
     run_result_lines,
     run_summary,
 )
-from webapp.runs.uploads import Issue
+from webapp.runs.upload_checks.files import Issue
 from webapp.streaming import StreamedDownload
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
 from webapp.teams.signed_in import SignedInRequest

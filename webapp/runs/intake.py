@@ -47,7 +47,7 @@ from webapp.runs.services import (
     run_discard_staged,
     run_start_staged,
 )
-from webapp.runs.uploads import (
+from webapp.runs.upload_checks.files import (
     EvaluationOptions,
     HashedUpload,
     Issue,

@@ -517,7 +517,7 @@ class ProfileScore(models.Model):
 
 class LanguageCheckPart(models.Model):
     """One language's share of an upload's language check: the sources a worker of that
-    language parses in its sandbox (`webapp.runs.language_checks`), and its answers.
+    language parses in its sandbox (`webapp.runs.upload_checks.language_checks`), and its answers.
     The web request that made it waits for the answers and then deletes it."""
 
     language = models.CharField(max_length=30)

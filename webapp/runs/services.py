@@ -22,7 +22,7 @@ from webapp.runs.messaging.dispatch import send_run_start
 from webapp.runs.messaging.live import run_finished_record
 from webapp.runs.models import Chunk, Run, RunChange, Sample
 from webapp.runs.reads.selectors import find_duplicate_run, forget_run_facts, run_can_manage
-from webapp.runs.uploads import UploadCheck, checked_samples, run_fingerprint
+from webapp.runs.upload_checks.files import UploadCheck, checked_samples, run_fingerprint
 from webapp.teams.models import Membership, Team
 
 STAGING_MAX_AGE = 3600

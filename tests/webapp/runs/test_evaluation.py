@@ -18,7 +18,7 @@ from webapp.runs.aggregation import run_finalize
 from webapp.runs.execution import chunk_evaluate, run_start, sample_record_result
 from webapp.runs.models import CachedResult, Chunk, ProblemResult, Run, RunMetric, Sample
 from webapp.runs.services import plan_chunks, run_cancel, run_create, run_rerun
-from webapp.runs.uploads import EvaluationOptions, upload_check
+from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
 
 
 def _queued_run(personas, humaneval, path: Path, *, name: str = "run") -> Run:

@@ -21,7 +21,7 @@ from tests.webapp.support import (
 )
 from webapp.runs.models import Chunk, Run, Sample
 from webapp.runs.services import plan_chunks
-from webapp.runs.uploads import MAX_LINE_BYTES
+from webapp.runs.upload_checks.files import MAX_LINE_BYTES
 
 
 def assert_nothing_stored() -> None:

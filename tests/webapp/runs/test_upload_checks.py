@@ -19,7 +19,7 @@ from tests.webapp.support import RIGHT_0, client_for, files_left_by_uploads, wri
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
 from webapp.runs.models import Run, Sample
-from webapp.runs.uploads import MAX_LINE_BYTES
+from webapp.runs.upload_checks.files import MAX_LINE_BYTES
 
 
 def assert_nothing_stored() -> None:
@@ -166,7 +166,7 @@ def test_suggested_variant_creates_the_run_against_it(polyglot, personas, tmp_pa
         raise AssertionError("the file was read again")
 
     # The staged samples are checked again against the variant: there is no file to read.
-    monkeypatch.setattr("webapp.runs.uploads.SampleReader.read", refuse_to_read)
+    monkeypatch.setattr("webapp.runs.upload_checks.files.SampleReader.read", refuse_to_read)
     with django_capture_on_commit_callbacks(execute=True):
         client.post("/runs/new/confirm/", {"token": token,
                                            "use_dataset": str(polyglot["python"].pk)})

@@ -35,8 +35,8 @@ from evaluator.records import HARNESS_VERSION, Problem, Sample
 from evaluator.samples import Coverage, FileIssue, SampleReader
 from webapp.benchmarks.models import Dataset, ProblemVariant
 from webapp.benchmarks.selectors import dataset_problems
-from webapp.runs.language_checks import WorkerParsers
 from webapp.runs.models import LEGACY_PROFILE
+from webapp.runs.upload_checks.language_checks import WorkerParsers
 
 ACCEPTED_SUFFIXES = (".jsonl", ".jsonl.gz")
 MAX_LINE_BYTES = 4 * 1024 * 1024
