@@ -102,7 +102,7 @@ def build_runs(big: Path, work: Path) -> dict[str, Any]:
     from evaluator.datasets import load_dataset
     from webapp.benchmarks.services import dataset_import
     from webapp.runs.models import Run
-    from webapp.runs.services import run_create
+    from webapp.runs.services.writes import run_create
     from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
     from webapp.teams.selectors import default_team
 

@@ -98,7 +98,7 @@ def _copy_sources(target: Path) -> None:
     ("evaluator.sandbox", "evaluator.engine", "evaluator-layers"),
     ("evaluator.languages", "evaluator.engine", "evaluator-layers"),
     ("webapp.runs", "webapp.runs.tasks", "tasks-call-down"),
-    ("webapp.runs.services", "webapp.runs.execution", "user-writes-stay-user-side"),
+    ("webapp.runs.services.writes", "webapp.runs.execution", "user-writes-stay-user-side"),
 ])
 def test_an_import_against_the_layers_breaks_a_contract(tmp_path, source, imported,
                                                         contract):

@@ -23,14 +23,6 @@ from ninja import P, QueryEx, Router, Schema
 from webapp.benchmarks.selectors import dataset_list
 from webapp.runs.domain import schemas
 from webapp.runs.forms import UploadForm
-from webapp.runs.intake import (
-    RunDetails,
-    intake_file,
-    intake_start,
-    too_large_issue,
-    upload_was_too_large,
-)
-from webapp.runs.lifecycle import duplicate_answer
 from webapp.runs.reads.exports import matrix_json
 from webapp.runs.reads.page_cache import key_of, run_timeout, run_version, shared
 from webapp.runs.reads.selectors import (
@@ -39,6 +31,14 @@ from webapp.runs.reads.selectors import (
     run_result_lines,
     run_summary,
 )
+from webapp.runs.services.intake import (
+    RunDetails,
+    intake_file,
+    intake_start,
+    too_large_issue,
+    upload_was_too_large,
+)
+from webapp.runs.services.lifecycle import duplicate_answer
 from webapp.runs.upload_checks.files import Issue
 from webapp.streaming import StreamedDownload
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION

@@ -40,7 +40,6 @@ from django.http import Http404
 from redis.exceptions import RedisError
 
 from webapp.runs.domain.events import SampleEndedEvent, with_log_html
-from webapp.runs.lifecycle import ACCESS_MESSAGE
 from webapp.runs.messaging.live import MESSAGE_TYPE, run_group
 from webapp.runs.models import Run
 from webapp.runs.reads.selectors import (
@@ -49,6 +48,7 @@ from webapp.runs.reads.selectors import (
     run_events_after,
     run_snapshot,
 )
+from webapp.runs.services.lifecycle import ACCESS_MESSAGE
 
 logger = logging.getLogger(__name__)
 

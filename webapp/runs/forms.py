@@ -16,8 +16,8 @@ from evaluator.sanitize import sanitize_by_default
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import dataset_list, dataset_lookup
 from webapp.runs.domain.schemas import NOT_AN_OBJECT
-from webapp.runs.lifecycle import RunEdit, run_edit_from
 from webapp.runs.models import Run
+from webapp.runs.services.lifecycle import RunEdit, run_edit_from
 from webapp.teams.models import Team
 from webapp.teams.selectors import teams_for_user
 from webapp.textfields import (

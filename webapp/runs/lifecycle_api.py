@@ -25,7 +25,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from webapp.runs.api import REFUSALS, read, request_body, router
 from webapp.runs.domain import schemas
-from webapp.runs.lifecycle import (
+from webapp.runs.models import RunChange
+from webapp.runs.reads.selectors import get_run_for_user, run_summary
+from webapp.runs.reads.verified import run_verification
+from webapp.runs.services.lifecycle import (
     get_deleted_run_for_user,
     restore_deadline,
     run_changes,
@@ -36,10 +39,7 @@ from webapp.runs.lifecycle import (
     run_set_on_leaderboards,
     run_update,
 )
-from webapp.runs.models import RunChange
-from webapp.runs.reads.selectors import get_run_for_user, run_summary
-from webapp.runs.reads.verified import run_verification
-from webapp.runs.services import run_cancel
+from webapp.runs.services.writes import run_cancel
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
 from webapp.teams.signed_in import SignedInRequest
 from webapp.textfields import JSON_DEPTH_MAX, json_parse

@@ -1,7 +1,8 @@
 """Pages that change a run after upload: edit, retract and put back, delete with
 confirmation, the deleted runs and their restore, and the confirmation before a cancel.
 Each fetches the run with `get_run_for_user` (a 404 for whoever may not see it) and leaves
-the decision to act to `webapp.runs.lifecycle` (a 403 for a viewer who may not manage it)."""
+the decision to act to `webapp.runs.services.lifecycle` (a 403 for a viewer who may not
+manage it)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 from webapp.query_params import BadQuery, query_flag
 from webapp.runs import views
 from webapp.runs.forms import RunEditForm
-from webapp.runs.lifecycle import (
+from webapp.runs.models import Run
+from webapp.runs.reads.selectors import get_run_for_user, run_can_manage
+from webapp.runs.services.lifecycle import (
     MANAGE_DENIED,
     deleted_runs_for_user,
     get_deleted_run_for_user,
@@ -29,8 +32,6 @@ from webapp.runs.lifecycle import (
     run_set_on_leaderboards,
     run_update,
 )
-from webapp.runs.models import Run
-from webapp.runs.reads.selectors import get_run_for_user, run_can_manage
 from webapp.teams.signed_in import SignedInRequest
 
 

@@ -75,12 +75,12 @@ class Run(models.Model):
     reproduction_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="reproductions",
         help_text="The run this one re-evaluates to check its verdicts; such runs are kept "
-        "out of lists and leaderboards (`webapp.runs.reproduce`).",
+        "out of lists and leaderboards (`webapp.runs.services.reproduce`).",
     )
     plus_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="plus_runs",
         help_text="The run whose stored samples this one evaluates on a plus test set "
-        "(HumanEval+, HumanEval-X+), to show base beside plus (`webapp.runs.plus`).",
+        "(HumanEval+, HumanEval-X+), to show base beside plus (`webapp.runs.services.plus`).",
     )
 
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
@@ -175,7 +175,7 @@ class Run(models.Model):
 
 
 class RunChange(models.Model):
-    """One change made to a run after upload (`webapp.runs.lifecycle`): who, when, what
+    """One change made to a run after upload (`webapp.runs.services.lifecycle`): who, when, what
     from and to. The values are kept as text, as they were shown when the change was made."""
 
     class Field(models.TextChoices):

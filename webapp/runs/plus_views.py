@@ -1,5 +1,5 @@
 """The run page's "Score on plus tests" button, and the API's read and write of a run's
-base-beside-plus scores (`webapp.runs.plus`).
+base-beside-plus scores (`webapp.runs.services.plus`).
 
 Every view fetches the run with `get_run_for_user` (an outsider gets a 404); asking for a
 plus score is further limited to those who may evaluate the run (a 403)."""
@@ -16,8 +16,13 @@ from django.views.decorators.http import require_POST
 from webapp.runs.api import REFUSALS, read, router
 from webapp.runs.domain import schemas
 from webapp.runs.models import Run
-from webapp.runs.plus import plus_datasets, plus_pair_json, run_plus_pairs, run_score_on_plus
 from webapp.runs.reads.selectors import get_run_for_user
+from webapp.runs.services.plus import (
+    plus_datasets,
+    plus_pair_json,
+    run_plus_pairs,
+    run_score_on_plus,
+)
 from webapp.teams.api_auth import TOKEN, TOKEN_OR_SESSION
 from webapp.teams.signed_in import SignedInRequest
 

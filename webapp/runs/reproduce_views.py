@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from webapp.runs.manifests import manifest_export
 from webapp.runs.reads.selectors import get_run_for_user
-from webapp.runs.reproduce import (
+from webapp.runs.services.reproduce import (
     EVALUATE_DENIED,
     active_reproduction,
     get_reproduction_for_user,

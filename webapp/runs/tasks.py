@@ -13,7 +13,6 @@ from evaluator.language_check import close_sandboxed_parsers
 from webapp.runs.aggregation import run_finalize
 from webapp.runs.engines import engines_close
 from webapp.runs.execution import WORKER_NAME, chunk_evaluate, run_fan_out
-from webapp.runs.lifecycle import deleted_runs_purge
 from webapp.runs.messaging.dispatch import (
     CHECK_LANGUAGE,
     COMPARE_PROFILES,
@@ -25,7 +24,8 @@ from webapp.runs.messaging.dispatch import (
 )
 from webapp.runs.recovery import runs_sweep
 from webapp.runs.rescoring import profile_comparison_run
-from webapp.runs.services import staged_runs_purge
+from webapp.runs.services.lifecycle import deleted_runs_purge
+from webapp.runs.services.writes import staged_runs_purge
 from webapp.runs.upload_checks.language_checks import language_check_part_run
 
 

@@ -27,17 +27,6 @@ from webapp.query_params import (
 )
 from webapp.runs.domain.events import PassAtKValue
 from webapp.runs.forms import ConfirmForm, UploadForm
-from webapp.runs.intake import (
-    RunDetails,
-    StagedUploadRefused,
-    intake_cancel,
-    intake_confirm,
-    intake_file,
-    intake_hold,
-    too_large_issue,
-    upload_was_too_large,
-)
-from webapp.runs.lifecycle import duplicate_offer, run_lifecycle_context
 from webapp.runs.models import SAMPLE_STATUSES, RunMetric, Sample
 from webapp.runs.reads import exports
 from webapp.runs.reads.page_cache import key_of, run_row, run_timeout, run_version, shared
@@ -76,7 +65,18 @@ from webapp.runs.reads.selectors import (
     run_unstable_count,
     visible_runs,
 )
-from webapp.runs.services import run_cancel, run_rerun
+from webapp.runs.services.intake import (
+    RunDetails,
+    StagedUploadRefused,
+    intake_cancel,
+    intake_confirm,
+    intake_file,
+    intake_hold,
+    too_large_issue,
+    upload_was_too_large,
+)
+from webapp.runs.services.lifecycle import duplicate_offer, run_lifecycle_context
+from webapp.runs.services.writes import run_cancel, run_rerun
 from webapp.streaming import StreamedDownload
 from webapp.teams.selectors import keep_roles
 from webapp.teams.signed_in import SignedInRequest

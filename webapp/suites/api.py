@@ -19,8 +19,8 @@ from ninja import Router
 from webapp.query_params import BadQuery, query_ids
 from webapp.runs.api import REFUSALS, read_on, request_body
 from webapp.runs.domain import schemas as common
-from webapp.runs.intake import too_large_issue, upload_was_too_large
 from webapp.runs.reads.reports import visible_runs_by_id
+from webapp.runs.services.intake import too_large_issue, upload_was_too_large
 from webapp.suites import api_schemas as schemas
 from webapp.suites.forms import SuiteForm, SuiteUploadForm, paired_files
 from webapp.suites.selectors import get_suite_for_user, suite_summary

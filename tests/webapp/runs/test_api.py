@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.webapp.support import client_for
 from webapp.runs.models import Run
-from webapp.runs.services import run_rerun
+from webapp.runs.services.writes import run_rerun
 from webapp.teams.services import token_issue, token_revoke
 
 

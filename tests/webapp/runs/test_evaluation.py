@@ -17,7 +17,7 @@ from webapp.runs import execution, leases
 from webapp.runs.aggregation import run_finalize
 from webapp.runs.execution import chunk_evaluate, run_start, sample_record_result
 from webapp.runs.models import CachedResult, Chunk, ProblemResult, Run, RunMetric, Sample
-from webapp.runs.services import plan_chunks, run_cancel, run_create, run_rerun
+from webapp.runs.services.writes import plan_chunks, run_cancel, run_create, run_rerun
 from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
 
 
@@ -220,7 +220,7 @@ def test_cancel_drops_queued_chunks(queued_run, personas, django_capture_on_comm
 def test_cancel_stops_a_running_chunk(personas, humaneval, samples_file, monkeypatch):
     # Committed for real, so the cancel watcher's own connection sees the change; the run
     # is not enqueued, and is cancelled as soon as its first sample finishes.
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
     queued_run = _queued_run(personas, humaneval, samples_file)
     monkeypatch.setattr(leases, "CHECK_SECONDS", 0.01)
     original = execution.sample_record_result

@@ -17,7 +17,6 @@ from webapp.runs import execution, leases, recovery, transient
 from webapp.runs.aggregation import run_finalize
 from webapp.runs.execution import chunk_evaluate, run_start, sample_record_result
 from webapp.runs.leases import Heartbeat
-from webapp.runs.lifecycle import run_resume
 from webapp.runs.messaging.dispatch import (
     EVALUATE_CHUNK,
     EVALUATE_RUN,
@@ -27,7 +26,8 @@ from webapp.runs.messaging.dispatch import (
 )
 from webapp.runs.models import Chunk, Run, RunEvent, Sample
 from webapp.runs.recovery import runs_sweep
-from webapp.runs.services import run_cancel
+from webapp.runs.services.lifecycle import run_resume
+from webapp.runs.services.writes import run_cancel
 
 
 @pytest.fixture

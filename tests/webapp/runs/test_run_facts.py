@@ -19,7 +19,7 @@ from webapp.runs.reads.selectors import (
     VIEWER_ROLE,
     get_run_for_user,
 )
-from webapp.runs.services import run_change_record
+from webapp.runs.services.writes import run_change_record
 from webapp.teams.models import Membership
 from webapp.teams.selectors import keep_roles, role_in_team
 

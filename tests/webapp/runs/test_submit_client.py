@@ -228,7 +228,7 @@ def test_a_run_deleted_while_waiting_ends_the_wait_with_a_message(site):
         # cancel the run first, and a poll in between would see it cancelled instead.
         site.stack.manage("shell", "-c", (
             "from django.db import transaction; from webapp.runs.models import Run; "
-            "from webapp.runs.lifecycle import run_delete; "
+            "from webapp.runs.services.lifecycle import run_delete; "
             f"run = Run.objects.get(pk={run_id}); "
             "transaction.atomic()(run_delete)(user=run.owner, run=run)"))
         out, err = process.communicate(timeout=120)

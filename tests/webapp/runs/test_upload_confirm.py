@@ -21,7 +21,7 @@ from webapp.runs.models import Chunk, Run, Sample
 @pytest.fixture
 def unsent(monkeypatch: pytest.MonkeyPatch) -> None:
     # The run is created; evaluating it is another test's business.
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
 
 
 def hold(client: Client, path: Path, dataset_id: int) -> str:
@@ -173,7 +173,7 @@ def test_an_altered_token_is_refused(personas, humaneval, samples_file, unsent):
 def test_an_expired_token_is_refused(personas, humaneval, samples_file, unsent, monkeypatch):
     client = client_for(personas.owner)
     token = hold(client, samples_file, humaneval.pk)
-    monkeypatch.setattr("webapp.runs.intake.STAGING_MAX_AGE", -1)
+    monkeypatch.setattr("webapp.runs.services.intake.STAGING_MAX_AGE", -1)
 
     response, messages = confirm(client, token)
 

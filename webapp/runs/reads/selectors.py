@@ -48,7 +48,7 @@ def visible_runs(*, user: Viewer, reproductions: bool = False) -> QuerySet[Run]:
     """Public runs, the user's own, and team runs of the teams the user belongs to; never a
     deleted run (only `lifecycle.deleted_runs_for_user` finds those, for restoring), nor a
     staged one (an upload waiting for its owner's confirmation). A reproduction
-    (`webapp.runs.reproduce`) is left out of every list, leaderboard and comparison unless
+    (`webapp.runs.services.reproduce`) is left out of every list, leaderboard and comparison unless
     `reproductions`: only its own pages show it."""
     rule = Q(visibility=Run.Visibility.PUBLIC)
     if user.is_authenticated:

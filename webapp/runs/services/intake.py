@@ -39,7 +39,7 @@ from evaluator.records import Sample as ReadSample
 from webapp.benchmarks.models import Dataset
 from webapp.runs.models import Run, Sample
 from webapp.runs.reads.selectors import find_duplicate_run
-from webapp.runs.services import (
+from webapp.runs.services.writes import (
     STAGE_BATCH_CHARS,
     STAGE_BATCH_ROWS,
     STAGING_MAX_AGE,

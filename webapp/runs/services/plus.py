@@ -35,8 +35,8 @@ from webapp.runs.domain.scoring import curve_points
 from webapp.runs.models import ProblemResult, Run, Sample
 from webapp.runs.reads.reports import run_reported_ks
 from webapp.runs.reads.selectors import HAS_PLUS_RUNS, Viewer, may_see_run
-from webapp.runs.reproduce import EVALUATE_DENIED, run_can_evaluate
-from webapp.runs.services import run_copy
+from webapp.runs.services.reproduce import EVALUATE_DENIED, run_can_evaluate
+from webapp.runs.services.writes import run_copy
 
 PLUS_NAME = "humanevalplus"
 PLUS_VARIANT = "plus-"

@@ -37,7 +37,7 @@ from webapp.runs.messaging.live import run_group
 from webapp.runs.models import Chunk, Run, RunChange, Sample
 from webapp.runs.reads.selectors import Viewer, forget_run_facts, run_can_manage
 from webapp.runs.reads.verified import CONFIRMED, HELD, run_verification
-from webapp.runs.services import run_cancel, run_change_record
+from webapp.runs.services.writes import run_cancel, run_change_record
 from webapp.teams.models import Membership, Team
 
 logger = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def run_update(*, user: User, run: Run, edit: RunEdit) -> list[RunChange]:
         RunChange.objects.bulk_create(recorded)
         forget_run_facts(run)
         if {"visibility", "team"} & changes.keys():
-            # Its plus scores (`webapp.runs.plus`) are seen by whoever sees the run.
+            # Its plus scores (`webapp.runs.services.plus`) are seen by whoever sees the run.
             followers = list(Run.objects.filter(plus_of=locked).values_list("pk", flat=True))
             Run.objects.filter(pk__in=followers).update(visibility=locked.visibility,
                                                         team=locked.team)

@@ -24,7 +24,7 @@ from webapp.runs.domain.events import PassAtKValue
 from webapp.runs.models import Run, Sample
 from webapp.runs.reads.reports import run_reported_ks
 from webapp.runs.reads.selectors import HAS_REPRODUCTIONS, Viewer, get_run_for_user, run_pass_at_k
-from webapp.runs.services import run_copy
+from webapp.runs.services.writes import run_copy
 from webapp.teams.selectors import role_in_team
 
 CHANGES_SHOWN = 2000
