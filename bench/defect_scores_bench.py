@@ -57,8 +57,8 @@ def build_runs(source: Path) -> list[Any]:
     from webapp.benchmarks.services import dataset_import
     from webapp.defects.models import PatchedScoring
     from webapp.defects.scores import dataset_defects
-    from webapp.runs.aggregation import run_finalize
     from webapp.runs.models import Chunk, Run
+    from webapp.runs.worker.aggregation import run_finalize
     from webapp.teams.selectors import default_team
 
     user = bench_user()

@@ -313,10 +313,10 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A broker that restarts, however long it takes, is waited for, never given up on.
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
-# The sweeper: the one beat process runs it itself (webapp.runs.beat, which says why),
+# The sweeper: the one beat process runs it itself (webapp.runs.worker.beat, which says why),
 # never behind evaluation work in a queue; it re-sends work whose lease expired or whose
 # message the broker lost (the database says what still has to run).
-CELERY_BEAT_SCHEDULER = "webapp.runs.beat:SweepingScheduler"
+CELERY_BEAT_SCHEDULER = "webapp.runs.worker.beat:SweepingScheduler"
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "runs.sweep", "schedule": SWEEP_SECONDS,
                    "options": {"queue": "default", "expires": SWEEP_SECONDS}},

@@ -97,8 +97,8 @@ def _copy_sources(target: Path) -> None:
     ("evaluator.sandbox", "evaluator.languages.python", "evaluator-layers"),
     ("evaluator.sandbox", "evaluator.engine", "evaluator-layers"),
     ("evaluator.languages", "evaluator.engine", "evaluator-layers"),
-    ("webapp.runs", "webapp.runs.tasks", "tasks-call-down"),
-    ("webapp.runs.services.writes", "webapp.runs.execution", "user-writes-stay-user-side"),
+    ("webapp.runs", "webapp.runs.worker.tasks", "tasks-call-down"),
+    ("webapp.runs.services.writes", "webapp.runs.worker.execution", "user-writes-stay-user-side"),
 ])
 def test_an_import_against_the_layers_breaks_a_contract(tmp_path, source, imported,
                                                         contract):

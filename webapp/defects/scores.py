@@ -7,7 +7,7 @@
 - **excluding**: over the problems that have no registered defect.
 
 One function, `three_way_scores`, computes the three from per-problem counts, with the
-intervals computed as the run's own scores are (`webapp.runs.aggregation`: the problems in
+intervals computed as the run's own scores are (`webapp.runs.worker.aggregation`: the problems in
 task order, the same bootstrap seed and resamples); "original" is the run's stored pass@k
 itself. The run page, the leaderboard and the suite page all draw from it, through
 `runs_three_way`, which keeps each run's answer per process.

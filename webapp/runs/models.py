@@ -415,7 +415,7 @@ class CachedResult(models.Model):
 
 class LeasedJob(models.Model):
     """A job about a run that a person asks for and one worker computes, claimed and held
-    under a heartbeat lease (`webapp.runs.jobs`). A subclass adds `status`, whose values
+    under a heartbeat lease (`webapp.runs.worker.jobs`). A subclass adds `status`, whose values
     are queued, running, done and failed."""
 
     error = models.TextField(blank=True)

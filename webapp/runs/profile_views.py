@@ -17,7 +17,7 @@ from evaluator.profiles import PROFILES
 from webapp.runs.models import Run
 from webapp.runs.reads.profile_reports import profile_entries, run_profiles_section
 from webapp.runs.reads.selectors import Viewer, get_run_for_user, run_can_manage
-from webapp.runs.rescoring import profile_comparison_request
+from webapp.runs.worker.profile_comparison import profile_comparison_request
 from webapp.teams.signed_in import SignedInRequest
 
 SECTION_TEMPLATE = "runs/_profiles.html"

@@ -15,7 +15,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from webapp.runs.manifests import manifest_export
 from webapp.runs.reads.selectors import get_run_for_user
 from webapp.runs.services.reproduce import (
     EVALUATE_DENIED,
@@ -26,6 +25,7 @@ from webapp.runs.services.reproduce import (
     reproduction_report,
     run_reproduce,
 )
+from webapp.runs.worker.manifests import manifest_export
 from webapp.teams.signed_in import SignedInRequest
 
 

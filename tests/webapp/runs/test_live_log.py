@@ -19,9 +19,9 @@ from webapp.runs.domain.events import (
     sample_finished_event,
     with_log_html,
 )
-from webapp.runs.execution import sample_record_result
 from webapp.runs.models import Sample
 from webapp.runs.reads.selectors import run_events_after, run_snapshot
+from webapp.runs.worker.execution import sample_record_result
 
 HOSTILE = "<script>alert('x')</script>\u202egnirts desrever & \"quoted\" "
 RUN_ID, SAMPLE_ID = 7, 11

@@ -343,7 +343,7 @@ def test_a_manifest_that_cannot_be_built_fails_nothing(
     def broken(**kwargs):
         raise RuntimeError("no version here")
 
-    monkeypatch.setattr("webapp.runs.manifests.build_manifest", broken)
+    monkeypatch.setattr("webapp.runs.worker.manifests.build_manifest", broken)
     run = _evaluated(token_client(personas.owner), samples_file,
                      django_capture_on_commit_callbacks)
     assert run.done_count == 4

@@ -15,7 +15,6 @@ from evaluator.records import SampleResult, Status
 from tests.webapp.large_run import large_run_create
 from tests.webapp.support import client_for
 from webapp.benchmarks.models import Dataset
-from webapp.runs.aggregation import _score, run_finalize
 from webapp.runs.models import Run, RunDigest, Sample
 from webapp.runs.reads import selectors
 from webapp.runs.reads.reports import counted_failures, run_failure_breakdown
@@ -25,6 +24,7 @@ from webapp.runs.reads.selectors import (
     run_pass_hat_k,
     run_unstable_count,
 )
+from webapp.runs.worker.aggregation import _score, run_finalize
 
 PER_TASK = 12
 

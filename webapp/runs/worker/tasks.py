@@ -10,9 +10,6 @@ from django.conf import settings
 from django.db import transaction
 
 from evaluator.language_check import close_sandboxed_parsers
-from webapp.runs.aggregation import run_finalize
-from webapp.runs.engines import engines_close
-from webapp.runs.execution import WORKER_NAME, chunk_evaluate, run_fan_out
 from webapp.runs.messaging.dispatch import (
     CHECK_LANGUAGE,
     COMPARE_PROFILES,
@@ -22,11 +19,14 @@ from webapp.runs.messaging.dispatch import (
     SWEEP,
     send_finalize,
 )
-from webapp.runs.recovery import runs_sweep
-from webapp.runs.rescoring import profile_comparison_run
 from webapp.runs.services.lifecycle import deleted_runs_purge
 from webapp.runs.services.writes import staged_runs_purge
 from webapp.runs.upload_checks.language_checks import language_check_part_run
+from webapp.runs.worker.aggregation import run_finalize
+from webapp.runs.worker.engines import engines_close
+from webapp.runs.worker.execution import WORKER_NAME, chunk_evaluate, run_fan_out
+from webapp.runs.worker.profile_comparison import profile_comparison_run
+from webapp.runs.worker.recovery import runs_sweep
 
 
 @shared_task(name=EVALUATE_RUN, acks_late=True, soft_time_limit=60, time_limit=90)
@@ -82,7 +82,7 @@ def check_language_part(self: Task[[int], bool], part_id: int) -> bool:
 @shared_task(name=SWEEP, acks_late=False, soft_time_limit=60, time_limit=90)
 def sweep() -> None:
     """Send again whatever work was lost, and purge runs deleted long enough ago and
-    uploads never confirmed. Beat runs it in its own process (`webapp.runs.beat`), on
+    uploads never confirmed. Beat runs it in its own process (`webapp.runs.worker.beat`), on
     `CELERY_BEAT_SCHEDULE`; sent to a worker, as by hand, it does the same."""
     runs_sweep()
     deleted_runs_purge()

@@ -2,7 +2,7 @@
 themselves from dead workers, lost broker messages and interrupted scoring.
 
 The database is the record of what still has to run. Every `SWEEP_SECONDS` the beat
-process runs a pass itself (`webapp.runs.beat`), never behind evaluation work in a queue.
+process runs a pass itself (`webapp.runs.worker.beat`), never behind evaluation work in a queue.
 Each pass:
 
 - takes back chunks whose heartbeat lease has passed (their worker died) and sends them
@@ -32,7 +32,6 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from webapp.runs.domain.events import RunRecoveringEvent
-from webapp.runs.leases import lease_seconds
 from webapp.runs.messaging.dispatch import (
     COMPARE_PROFILES,
     DEFAULT_QUEUE,
@@ -49,6 +48,7 @@ from webapp.runs.messaging.dispatch import (
 )
 from webapp.runs.messaging.live import run_event_record
 from webapp.runs.models import Chunk, ProfileComparison, Run
+from webapp.runs.worker.leases import lease_seconds
 
 logger = logging.getLogger(__name__)
 

@@ -20,13 +20,13 @@ from webapp.benchmarks.models import ProblemVariant
 from webapp.benchmarks.records import problem_from_json
 from webapp.runs.domain.problem_scores import problem_curve
 from webapp.runs.domain.scoring import CONFIDENCE, RESAMPLES, SEED, curve_points
-from webapp.runs.execution import run_finish, run_pause
-from webapp.runs.leases import Heartbeat, lease_end
 from webapp.runs.models import ProblemResult, Run, RunDigest, RunMetric, Sample
 from webapp.runs.reads.reports import counted_failures
 from webapp.runs.reads.selectors import REPORTED_KS, counted_unstable_samples, sample_result
 from webapp.runs.reads.verified import counted_verification
-from webapp.runs.transient import db_retry
+from webapp.runs.worker.execution import run_finish, run_pause
+from webapp.runs.worker.leases import Heartbeat, lease_end
+from webapp.runs.worker.transient import db_retry
 
 
 def problem_interval(n: int, c: int, k: int) -> tuple[float, float]:

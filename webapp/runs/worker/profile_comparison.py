@@ -35,11 +35,11 @@ from evaluator.records import Sample as EvaluatorSample
 from evaluator.rescoring import Rescored, compare, rescore
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.runs.domain.scoring import CONFIDENCE, RESAMPLES, SEED
-from webapp.runs.execution import DatabaseResultCache, storable
-from webapp.runs.jobs import job_claim, job_held, job_run
 from webapp.runs.messaging.dispatch import send_profile_comparison
 from webapp.runs.models import ProfileComparison, ProfileScore, Run, Sample
 from webapp.runs.reads.selectors import REPORTED_KS, run_can_manage
+from webapp.runs.worker.execution import DatabaseResultCache, storable
+from webapp.runs.worker.jobs import job_claim, job_held, job_run
 
 REASON_LENGTH = 500
 """Characters kept of the reason a problem's verdict depends on the profile."""

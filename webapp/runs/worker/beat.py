@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from webapp.runs.messaging.dispatch import SWEEP
-from webapp.runs.transient import db_retry
+from webapp.runs.worker.transient import db_retry
 
 logger = logging.getLogger(__name__)
 

@@ -37,14 +37,14 @@ from webapp.runs.domain.events import (
     sample_finished_event,
     test_summary,
 )
-from webapp.runs.engines import engine_lease
-from webapp.runs.leases import Heartbeat, lease_end
-from webapp.runs.manifests import run_manifest_record
 from webapp.runs.messaging.dispatch import send_chunks
 from webapp.runs.messaging.live import emit_run_event, run_event_record, run_finished_record
 from webapp.runs.models import CachedResult, Chunk, Run, Sample
 from webapp.runs.reads.selectors import COUNT_FIELDS, progress_from_counts, run_counts_and_status
-from webapp.runs.transient import TRANSIENT_DB_ERRORS, db_retry
+from webapp.runs.worker.engines import engine_lease
+from webapp.runs.worker.leases import Heartbeat, lease_end
+from webapp.runs.worker.manifests import run_manifest_record
+from webapp.runs.worker.transient import TRANSIENT_DB_ERRORS, db_retry
 
 logger = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from evaluator.records import cap_text
-from webapp.runs.execution import storable
-from webapp.runs.leases import Heartbeat, lease_end
+from webapp.runs.worker.execution import storable
+from webapp.runs.worker.leases import Heartbeat, lease_end
 
 logger = logging.getLogger(__name__)
 
