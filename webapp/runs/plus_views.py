@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from webapp.runs.api import REFUSALS, read, router
+from webapp.runs.api.endpoints import REFUSALS, read, router
 from webapp.runs.domain import schemas
 from webapp.runs.models import Run
 from webapp.runs.reads.selectors import get_run_for_user

@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 
 from webapp.query_params import BadQuery, query_ids
-from webapp.runs.api import REFUSALS, read_on, request_body
+from webapp.runs.api.endpoints import REFUSALS, read_on, request_body
 from webapp.runs.domain import schemas as common
 from webapp.runs.reads.reports import visible_runs_by_id
 from webapp.runs.services.intake import too_large_issue, upload_was_too_large

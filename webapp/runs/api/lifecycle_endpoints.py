@@ -23,7 +23,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from webapp.runs.api import REFUSALS, read, request_body, router
+from webapp.runs.api.endpoints import REFUSALS, read, request_body, router
 from webapp.runs.domain import schemas
 from webapp.runs.models import RunChange
 from webapp.runs.reads.selectors import get_run_for_user, run_summary
