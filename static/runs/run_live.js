@@ -22,7 +22,7 @@
   const LOG_LIMIT = 200;
   const REDRAW_MS = 300;
   const FINAL = ["finished", "cancelled", "failed"];
-  // webapp/runs/consumers.py: refused (the run is not, or no longer, visible to this user),
+  // webapp/runs/pages/consumers.py: refused (the run is not, or no longer, visible to this user),
   // and "try again later" (the server's channel layer is away for a moment).
   const CLOSE_NOT_ALLOWED = 4403;
   const CLOSE_TRY_AGAIN = 1013;

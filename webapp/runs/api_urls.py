@@ -19,11 +19,15 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 from ninja.errors import ValidationError as SchemaError
 
-# Importing lifecycle_api registers the writes on `router`.
-from webapp.runs import plus_views, reproduce_views  # noqa: F401
 from webapp.runs.api.endpoints import REFUSALS, read, router
 from webapp.runs.api.endpoints import docs_page as api_docs  # noqa: F401
 from webapp.runs.api.endpoints import lifecycle_endpoints as lifecycle_api  # noqa: F401
+
+# Importing lifecycle_api registers the writes on `router`.
+from webapp.runs.pages import (
+    plus_views,  # noqa: F401
+    reproduce_views,  # noqa: F401
+)
 from webapp.teams.api_auth import (
     TOKEN_OR_SESSION,
     TOKEN_REQUIRED,

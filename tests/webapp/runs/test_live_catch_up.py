@@ -17,10 +17,10 @@ from django.conf import settings
 from django.test import Client
 
 from tests.webapp.support import WebsocketClient
-from webapp.runs import consumers
 from webapp.runs.domain.events import with_log_html
 from webapp.runs.messaging import live
 from webapp.runs.models import Run
+from webapp.runs.pages import consumers
 from webapp.runs.reads.selectors import run_events_after
 from webapp.runs.routing import websocket_urlpatterns
 from webapp.runs.worker import execution
@@ -201,7 +201,7 @@ def test_the_page_shows_nothing_older_than_the_number_it_resumes_from(run, perso
                                                                        monkeypatch):
     """The run starts between the page reading the run and reading the event number: the
     page must not show `queued` while resuming after the `run_status` event."""
-    from webapp.runs import views
+    from webapp.runs.pages import views
     from webapp.runs.reads.selectors import run_snapshot as original
     from webapp.runs.worker.execution import run_start
 

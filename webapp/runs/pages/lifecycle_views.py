@@ -17,9 +17,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from webapp.query_params import BadQuery, query_flag
-from webapp.runs import views
 from webapp.runs.forms import RunEditForm
 from webapp.runs.models import Run
+from webapp.runs.pages import views
 from webapp.runs.reads.selectors import get_run_for_user, run_can_manage
 from webapp.runs.services.lifecycle import (
     MANAGE_DENIED,
