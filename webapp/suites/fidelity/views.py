@@ -20,9 +20,9 @@ from webapp.benchmarks.models import Dataset, ProblemVariant
 from webapp.query_params import BadQuery, handles_bad_query, query_ids, query_int
 from webapp.runs.models import Run
 from webapp.runs.reads.reports import finished_runs, visible_runs_by_id
-from webapp.suites.fidelity import Fidelity, task_number
-from webapp.suites.fidelity_models import DefectProposal
-from webapp.suites.fidelity_selectors import (
+from webapp.suites.fidelity.analysis import Fidelity, task_number
+from webapp.suites.fidelity.models import DefectProposal
+from webapp.suites.fidelity.selectors import (
     MAX_RUNS,
     CannotAnalyse,
     RunsFidelity,
@@ -30,7 +30,7 @@ from webapp.suites.fidelity_selectors import (
     flag_details,
     runs_fidelity,
 )
-from webapp.suites.fidelity_services import (
+from webapp.suites.fidelity.services import (
     DEFAULT_KIND,
     EntryChanged,
     ProposalDraft,

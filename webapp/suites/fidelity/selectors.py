@@ -1,6 +1,6 @@
 """Reads for the fidelity pages: runs' scores as variant tables, the side-by-side view of a
 flagged problem, and the translation-defect candidates of a dataset over the suites a
-viewer may see. The analysis itself is `webapp.suites.fidelity`'s."""
+viewer may see. The analysis itself is `webapp.suites.fidelity.analysis`'s."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from webapp.benchmarks.selectors import RTL_LANGUAGES, RegisteredDefect, problem
 from webapp.runs.models import ProblemResult, Run
 from webapp.runs.reads.reports import run_label
 from webapp.runs.reads.selectors import Viewer, visible_runs
-from webapp.suites.fidelity import (
+from webapp.suites.fidelity.analysis import (
     DefectCandidate,
     Fidelity,
     Flag,
