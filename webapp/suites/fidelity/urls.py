@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from webapp.suites.fidelity.analysis import views as fidelity_views
+from webapp.suites.fidelity import views as fidelity_views
 
 app_name = "fidelity"
 urlpatterns = [
