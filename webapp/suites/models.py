@@ -70,4 +70,4 @@ class SuiteRun(models.Model):
 
 # The fidelity pages' proposed defects live in their own module; importing them here is
 # what registers the model with the app.
-from webapp.suites.fidelity.models import DefectProposal  # noqa: E402, F401
+from webapp.suites.fidelity_models import DefectProposal  # noqa: E402, F401

@@ -17,7 +17,7 @@ from tests.webapp.factories import RunFactory
 from tests.webapp.support import client_for
 from webapp.benchmarks.models import Dataset, Problem
 from webapp.runs.models import ProblemResult, Run
-from webapp.suites.fidelity.models import DefectProposal
+from webapp.suites.fidelity_models import DefectProposal
 from webapp.suites.models import Suite, SuiteRun
 from webapp.suites.services import suite_create, suite_upload
 

@@ -18,7 +18,7 @@ from evaluator.defects import TEXT_FIELDS as DETECT_FIELDS
 from webapp.benchmarks.models import Dataset, ProblemVariant
 from webapp.benchmarks.records import problem_from_json
 from webapp.suites.fidelity.analysis import DefectCandidate
-from webapp.suites.fidelity.models import DefectProposal
+from webapp.suites.fidelity_models import DefectProposal
 from webapp.textfields import text_problem
 
 DEFAULT_KIND = "prompt_contradiction"

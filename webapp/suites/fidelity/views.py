@@ -21,7 +21,6 @@ from webapp.query_params import BadQuery, handles_bad_query, query_ids, query_in
 from webapp.runs.models import Run
 from webapp.runs.reads.reports import finished_runs, visible_runs_by_id
 from webapp.suites.fidelity.analysis import Fidelity, task_number
-from webapp.suites.fidelity.models import DefectProposal
 from webapp.suites.fidelity.selectors import (
     MAX_RUNS,
     CannotAnalyse,
@@ -40,6 +39,7 @@ from webapp.suites.fidelity.services import (
     entry_digest,
     proposal_entry,
 )
+from webapp.suites.fidelity_models import DefectProposal
 from webapp.suites.selectors import get_suite_for_user, suite_runs
 from webapp.teams.signed_in import SignedInRequest
 
