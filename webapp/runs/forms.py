@@ -238,7 +238,7 @@ class RunEditForm(forms.Form):
 
     def clean_model_meta(self) -> Any:
         # JSON typed as text is this page's own way to send it, as the body is the API's
-        # (`lifecycle_api._json_body`): it is read here, and the schema checks the value.
+        # (`lifecycle_endpoints._json_body`): it is read here, and the schema checks the value.
         text = (self.cleaned_data.get("model_meta") or "").strip()
         value = json_parse(text) if text else {}
         if value is None:
