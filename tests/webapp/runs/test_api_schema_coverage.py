@@ -47,7 +47,8 @@ def _as_schema_path(route: str) -> str:
 
 def _api_routers() -> Iterator[tuple[str, Router]]:
     root = Path(webapp.__file__).parent
-    for module_path in sorted(root.glob("*/api*.py")):
+    # An app's API is a module (suites/api.py) or a package of them (runs/api/).
+    for module_path in sorted([*root.glob("*/api*.py"), *root.glob("*/api/*.py")]):
         name = ".".join(module_path.relative_to(root.parent).with_suffix("").parts)
         module = importlib.import_module(name)
         for value in vars(module).values():
