@@ -63,7 +63,8 @@ def test_confirm_starts_the_run_stored_at_upload_and_reads_nothing_again(
     token = hold(client, samples_file, humaneval.pk)
     staged = Run.objects.get()
     assert (staged.status, Sample.objects.filter(run=staged).count()) == (Run.Status.STAGED, 4)
-    for name in ("uploads.SampleReader", "uploads.check_language", "services._insert_samples"):
+    for name in ("upload_checks.files.SampleReader", "upload_checks.files.check_language",
+                 "services.writes._insert_samples"):
         monkeypatch.setattr(f"webapp.runs.{name}", refuse_to_read)
 
     response, messages = confirm(client, token)
