@@ -17,7 +17,7 @@ from evaluator.metrics import ALL_OF_K, curve_with_ci, pass_at_k_array, reportab
 from evaluator.metrics_plus import declared_groups, passed_base
 from evaluator.records import INFRASTRUCTURE_STATUS
 from webapp.benchmarks.models import ProblemVariant
-from webapp.benchmarks.records import problem_from_json
+from webapp.benchmarks.problem_json import problem_from_json
 from webapp.runs.domain.problem_scores import problem_curve
 from webapp.runs.domain.scoring import CONFIDENCE, RESAMPLES, SEED, curve_points
 from webapp.runs.models import ProblemResult, Run, RunDigest, RunMetric, Sample

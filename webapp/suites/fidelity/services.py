@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from evaluator.defects import KINDS, DefectError, load_registry, parse_defect
 from evaluator.defects import TEXT_FIELDS as DETECT_FIELDS
 from webapp.benchmarks.models import Dataset, ProblemVariant
-from webapp.benchmarks.records import problem_from_json
+from webapp.benchmarks.problem_json import problem_from_json
 from webapp.suites.fidelity.analysis import DefectCandidate
 from webapp.suites.fidelity_models import DefectProposal
 from webapp.textfields import text_problem
