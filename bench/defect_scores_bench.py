@@ -57,8 +57,8 @@ def build_runs(source: Path) -> list[Any]:
     from webapp.benchmarks.services import dataset_import
     from webapp.defects.models import PatchedScoring
     from webapp.defects.scores import dataset_defects
-    from webapp.runs.aggregation import run_finalize
     from webapp.runs.models import Chunk, Run
+    from webapp.runs.worker.aggregation import run_finalize
     from webapp.teams.selectors import default_team
 
     user = bench_user()
@@ -127,7 +127,7 @@ def time_page(client: Any, path: str, repeats: int) -> dict[str, float]:
 
 def time_scores(runs: list[Any], repeats: int) -> dict[str, float]:
     from webapp.defects import scores
-    from webapp.runs.selectors import REPORTED_KS
+    from webapp.runs.reads.selectors import REPORTED_KS
 
     times = []
     for _ in range(repeats + 1):

@@ -114,10 +114,10 @@ def main() -> None:
     django.setup()
     from django.core.cache import cache
 
-    from webapp.runs.aggregation import _score
     from webapp.runs.models import RunDigest
-    from webapp.runs.reports import run_failure_breakdown
-    from webapp.runs.selectors import run_pass_hat_k, run_unstable_count
+    from webapp.runs.reads.reports import run_failure_breakdown
+    from webapp.runs.reads.selectors import run_pass_hat_k, run_unstable_count
+    from webapp.runs.worker.aggregation import _score
 
     print(f"load average before: {load_average()}", flush=True)
     runs = runs_of_each_size()

@@ -102,8 +102,8 @@ def build_runs(big: Path, work: Path) -> dict[str, Any]:
     from evaluator.datasets import load_dataset
     from webapp.benchmarks.services import dataset_import
     from webapp.runs.models import Run
-    from webapp.runs.services import run_create
-    from webapp.runs.uploads import EvaluationOptions, upload_check
+    from webapp.runs.services.writes import run_create
+    from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
     from webapp.teams.selectors import default_team
 
     user = bench_user()

@@ -86,7 +86,7 @@ RATIO_GOAL = 10.0
 AGGREGATE = """
 import json, os, time
 from bench.common import memory_kb, peak_reset
-from webapp.runs.aggregation import _score
+from webapp.runs.worker.aggregation import _score
 start_kb = peak_reset([os.getpid()])[os.getpid()]
 start = time.perf_counter()
 _score(run_id={run_id})

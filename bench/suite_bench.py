@@ -141,7 +141,7 @@ def main() -> None:
     defects_suite = build_suite(DEFECT_SUITE_NAME, BROKEN_ARABIC)
     base = suite.get_absolute_url()
     worst = 0.0
-    # The suite's translation-fidelity page (webapp/suites/fidelity_views.py) is timed too.
+    # The suite's translation-fidelity page (webapp/suites/fidelity/views.py) is timed too.
     paths = [base + query for query in ("", "?sort=task&order=asc",
                                         "?group=programming&sort=mean")]
     paths += [reverse("fidelity:suite", args=[pk]) for pk in (suite.pk, defects_suite.pk)]

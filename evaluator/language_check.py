@@ -36,7 +36,7 @@ private scratch directory, none of the host's files but the toolchain's): a C++ 
 `#include` of a host file finds nothing, and a template or `constexpr` bomb is stopped at
 its limit and answered "could not decide" (None). `check_language` takes its parsers as
 `parse`: `SandboxedParsers` here (the command line), or the web app's, which sends each
-language's part to a worker of that language (`webapp.runs.language_checks`).
+language's part to a worker of that language (`webapp.runs.upload_checks.language_checks`).
 
 Each answer is only yes, no or could not decide (no compiler output reaches the user),
 and decided answers are cached by source text, so checking the same file twice (upload,

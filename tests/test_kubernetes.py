@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from tests.kustomize_render import render
 from tests.test_deployment import settings_variables
-from webapp.runs.dispatch import FIRST_SENDING, SENT_AGAIN
+from webapp.runs.messaging.dispatch import FIRST_SENDING, SENT_AGAIN
 from webapp.stack import ALL_QUEUES, REPO_ROOT
 
 KUBERNETES = REPO_ROOT / "deploy" / "kubernetes"

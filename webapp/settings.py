@@ -195,7 +195,7 @@ UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR)
 # Every uploaded file goes to disk as it arrives, whatever its size, through a handler that
 # stops at the size limit and hashes as it writes.
-FILE_UPLOAD_HANDLERS = ["webapp.runs.uploads.BoundedUploadHandler"]
+FILE_UPLOAD_HANDLERS = ["webapp.runs.upload_checks.files.BoundedUploadHandler"]
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
@@ -313,18 +313,18 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A broker that restarts, however long it takes, is waited for, never given up on.
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
-# The sweeper: the one beat process runs it itself (webapp.runs.beat, which says why),
+# The sweeper: the one beat process runs it itself (webapp.runs.worker.beat, which says why),
 # never behind evaluation work in a queue; it re-sends work whose lease expired or whose
 # message the broker lost (the database says what still has to run).
-CELERY_BEAT_SCHEDULER = "webapp.runs.beat:SweepingScheduler"
+CELERY_BEAT_SCHEDULER = "webapp.runs.worker.beat:SweepingScheduler"
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "runs.sweep", "schedule": SWEEP_SECONDS,
                    "options": {"queue": "default", "expires": SWEEP_SECONDS}},
 }
 
 # -- Page cache -----------------------------------------------------------------------------
-# The run pages and leaderboards many people read at once (webapp/runs/page_cache.py). Its keys
-# say what each entry was drawn from, so a process never serves a stale one: with Redis the
+# The run pages and leaderboards many people read at once (webapp/runs/reads/page_cache.py).
+# Its keys say what each entry was drawn from, so a process never serves a stale one: with Redis the
 # web processes share it; embedded, each keeps its own in memory. Short timeouts: a Redis
 # that restarts costs a page its cache, never a wait (never `cache.clear()` it: on the
 # broker's Redis that is FLUSHDB).

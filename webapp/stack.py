@@ -150,7 +150,7 @@ class Stack:
 
     def start_beat(self) -> None:
         """The one beat, which runs the periodic sweeper (`runs.sweep`) in its own process
-        (`webapp.runs.beat`), so a sweep never waits for a free worker; its schedule file
+        (`webapp.runs.worker.beat`), so a sweep never waits for a free worker; its schedule file
         lives under the var folder, so a restart keeps its place."""
         var_dir = Path(self.child_env().get("WORKBENCH_VAR_DIR") or REPO_ROOT / "var")
         var_dir.mkdir(parents=True, exist_ok=True)

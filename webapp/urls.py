@@ -17,7 +17,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("compare/", include((explore_urls.compare_patterns, "compare"))),
     path("suites/", include("webapp.suites.urls")),
-    path("suites/", include("webapp.suites.fidelity_urls")),
+    path("suites/", include("webapp.suites.fidelity.urls")),
     # The explore app serves some pages of these namespaces: see webapp/explore/urls.py.
     path("", include((teams_urls.urlpatterns + explore_urls.team_patterns, "teams"))),
     path("", include((benchmarks_urls.urlpatterns + explore_urls.benchmark_patterns,

@@ -1,5 +1,5 @@
 // Live run page: joins ws/runs/<id>/ and applies the run's typed events (see
-// webapp/runs/events.py). Counts come from the event with the largest `done`. Durable events
+// webapp/runs/domain/events.py). Counts come from the event with the largest `done`. Durable events
 // carry `seq`; on reconnecting, the page asks for what came after the last one it saw
 // (`?after=<seq>`) and the server sends exactly those, then live ones.
 //
@@ -22,7 +22,7 @@
   const LOG_LIMIT = 200;
   const REDRAW_MS = 300;
   const FINAL = ["finished", "cancelled", "failed"];
-  // webapp/runs/consumers.py: refused (the run is not, or no longer, visible to this user),
+  // webapp/runs/pages/consumers.py: refused (the run is not, or no longer, visible to this user),
   // and "try again later" (the server's channel layer is away for a moment).
   const CLOSE_NOT_ALLOWED = 4403;
   const CLOSE_TRY_AGAIN = 1013;

@@ -15,7 +15,7 @@ import pytest
 from tests.browser.conftest import LiveSite, _upload, _wait_finished, screenshot, signed_in_page
 from tests.webapp.services.live_stack import add_user, api
 from tests.webapp.support import RIGHT_0, write_jsonl
-from webapp.runs.verified import DEFINITION
+from webapp.runs.reads.verified import DEFINITION
 
 pytestmark = pytest.mark.browser
 

@@ -23,8 +23,8 @@ from webapp.benchmarks import selectors as benchmark_selectors
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
 from webapp.runs.models import Run
-from webapp.runs.services import run_create
-from webapp.runs.uploads import EvaluationOptions, upload_check
+from webapp.runs.services.writes import run_create
+from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
 from webapp.teams.models import Membership, Team
 from webapp.teams.services import token_issue, user_sign_up
 
@@ -41,7 +41,7 @@ class Personas:
 def _fresh_problem_cache() -> Iterator[None]:
     # Test databases reuse ids; the per-process problem cache must not outlive a test.
     benchmark_selectors._problem_cache.clear()
-    cache.clear()  # the page cache (webapp.runs.page_cache), in this process's memory
+    cache.clear()  # the page cache (webapp.runs.reads.page_cache), in this process's memory
     yield
     benchmark_selectors._problem_cache.clear()
 
@@ -94,7 +94,7 @@ def unstarted_run(personas: Personas, humaneval: Dataset, samples_file: Path,
                   monkeypatch: pytest.MonkeyPatch) -> Callable[..., Run]:
     """Makes runs of the owner that stay queued until the test starts them: they are never
     sent to Celery, even in tests whose transactions commit for real."""
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
 
     def make(name: str = "run", path: Path | None = None) -> Run:
         path = path or samples_file

@@ -19,10 +19,10 @@ from django.utils import timezone
 
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import problem_variant_ids
-from webapp.runs.aggregation import _score as score_run
-from webapp.runs.execution import run_finish
-from webapp.runs.leases import lease_end
 from webapp.runs.models import Chunk, Run, Sample
+from webapp.runs.worker.aggregation import _score as score_run
+from webapp.runs.worker.execution import run_finish
+from webapp.runs.worker.leases import lease_end
 from webapp.teams.models import Team
 from webapp.teams.selectors import default_team
 

@@ -97,8 +97,14 @@ def _copy_sources(target: Path) -> None:
     ("evaluator.sandbox", "evaluator.languages.python", "evaluator-layers"),
     ("evaluator.sandbox", "evaluator.engine", "evaluator-layers"),
     ("evaluator.languages", "evaluator.engine", "evaluator-layers"),
-    ("webapp.runs", "webapp.runs.tasks", "tasks-call-down"),
-    ("webapp.runs.services", "webapp.runs.execution", "user-writes-stay-user-side"),
+    ("webapp.runs", "webapp.runs.worker.tasks", "tasks-call-down"),
+    ("webapp.runs.services.writes", "webapp.runs.worker.execution", "user-writes-stay-user-side"),
+    ("webapp.runs.reads.selectors", "webapp.runs.services.writes", "runs-layers"),
+    ("webapp.runs.messaging.dispatch", "webapp.runs.upload_checks.files", "runs-layers"),
+    ("webapp.runs.worker.execution", "webapp.runs.api.endpoints", "runs-layers"),
+    ("webapp.runs.models", "webapp.runs.reads.selectors", "runs-model-knows-domain"),
+    ("webapp.runs.domain.scoring", "webapp.runs.models", "runs-domain-reads-no-row"),
+    ("webapp.suites.fidelity.analysis", "webapp.suites.fidelity.selectors", "fidelity-layers"),
 ])
 def test_an_import_against_the_layers_breaks_a_contract(tmp_path, source, imported,
                                                         contract):

@@ -1,7 +1,7 @@
 """The hostile-text tests again on PostgreSQL, which refuses more than SQLite does (NUL in
 text and JSON, lone surrogates in JSON, text longer than its column), each with an error of
 its own that would be a 500; and the SQL written by hand for a run's facts
-(`webapp.runs.selectors.run_facts_of`), which SQLite might accept where PostgreSQL does not.
+(`webapp.runs.reads.selectors.run_facts_of`), which SQLite might accept where PostgreSQL does not.
 
 The fast suite's database is SQLite, so this runs the two files in a pytest of their own
 whose `DATABASE_URL` names a database on the shared server (pytest-django makes and drops

@@ -39,10 +39,10 @@ from hypothesis import strategies as st
 from evaluator.profiles import PROFILES
 from tests.webapp.support import client_for, small_samples
 from webapp.benchmarks.models import Dataset
+from webapp.runs.api.lifecycle_endpoints import EDITABLE
 from webapp.runs.forms import RunEditForm, UploadForm
-from webapp.runs.lifecycle_api import EDITABLE
 from webapp.runs.models import Run
-from webapp.runs.reports import PROBLEM_SHOWS, PROBLEM_SORTS
+from webapp.runs.reads.reports import PROBLEM_SHOWS, PROBLEM_SORTS
 from webapp.suites.forms import SuiteForm, SuiteUploadForm
 from webapp.suites.models import Suite
 from webapp.teams.forms import MemberForm, SignUpForm, TeamForm, TokenForm

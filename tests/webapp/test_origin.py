@@ -12,8 +12,8 @@ from django.test import Client
 from tests.webapp.support import WebsocketClient
 from webapp.origin import SameOriginWebsockets, parse_origin
 from webapp.runs.models import Run
-from webapp.runs.services import run_create
-from webapp.runs.uploads import EvaluationOptions, upload_check
+from webapp.runs.services.writes import run_create
+from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
 
 HOST = (b"host", b"127.0.0.1:8000")
 
@@ -113,7 +113,7 @@ def test_run_websocket_checks_the_port_of_the_origin(personas, humaneval, sample
                                                      monkeypatch):
     from webapp.asgi import application
 
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
     check = upload_check(path=samples_file, file_name="s.jsonl", sha256="a" * 64,
                          size=samples_file.stat().st_size, dataset=humaneval,
                          options=EvaluationOptions())

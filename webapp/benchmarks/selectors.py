@@ -16,7 +16,7 @@ from evaluator.records import RunOptions
 from evaluator.variant_detection import Candidate
 from webapp.benchmarks.docstrings import DocBlock, doc_blocks, docstring_of
 from webapp.benchmarks.models import Dataset, Problem, ProblemVariant
-from webapp.benchmarks.records import problem_from_json
+from webapp.benchmarks.problem_json import problem_from_json
 
 _problem_cache: dict[tuple[int, str], dict[str, EvaluatorProblem]] = {}
 _problem_cache_lock = threading.Lock()

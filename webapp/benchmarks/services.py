@@ -8,7 +8,7 @@ from django.db import transaction
 
 from evaluator.datasets import Dataset as LoadedDataset
 from webapp.benchmarks.models import Dataset, Problem, ProblemVariant
-from webapp.benchmarks.records import problem_to_json
+from webapp.benchmarks.problem_json import problem_to_json
 
 
 @dataclass(frozen=True)

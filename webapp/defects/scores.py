@@ -7,7 +7,7 @@
 - **excluding**: over the problems that have no registered defect.
 
 One function, `three_way_scores`, computes the three from per-problem counts, with the
-intervals computed as the run's own scores are (`webapp.runs.aggregation`: the problems in
+intervals computed as the run's own scores are (`webapp.runs.worker.aggregation`: the problems in
 task order, the same bootstrap seed and resamples); "original" is the run's stored pass@k
 itself. The run page, the leaderboard and the suite page all draw from it, through
 `runs_three_way`, which keeps each run's answer per process.
@@ -51,8 +51,8 @@ from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.defects.models import PatchedScoring
 from webapp.query_params import query_choice
+from webapp.runs.domain.scoring import CONFIDENCE, RESAMPLES, SEED
 from webapp.runs.models import ProblemResult, Run, RunMetric
-from webapp.runs.scoring import CONFIDENCE, RESAMPLES, SEED
 
 WAYS = ("original", "patched", "excluding")
 WAY_LABELS = {

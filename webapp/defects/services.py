@@ -23,13 +23,13 @@ from evaluator.records import RunOptions
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.defects.models import PatchedScoring
 from webapp.defects.scores import run_defects, task_number
-from webapp.runs.dispatch import _send, language_queue
-from webapp.runs.engines import engine_lease
-from webapp.runs.execution import DatabaseResultCache
-from webapp.runs.jobs import job_claim, job_held, job_run
+from webapp.runs.domain.sample_rows import SAMPLE_COLUMNS, stored_sample
+from webapp.runs.messaging.dispatch import _send, language_queue
 from webapp.runs.models import Run, Sample
-from webapp.runs.sample_rows import SAMPLE_COLUMNS, stored_sample
-from webapp.runs.selectors import run_can_manage
+from webapp.runs.reads.selectors import run_can_manage
+from webapp.runs.worker.engines import engine_lease
+from webapp.runs.worker.execution import DatabaseResultCache
+from webapp.runs.worker.jobs import job_claim, job_held, job_run
 
 PATCHED_SCORES = "defects.patched_scores"
 PROGRESS_EVERY = 25

@@ -17,8 +17,8 @@ from webapp.defects.scores import SCORES_PARAM, WAYS, query_scores, run_three_wa
 from webapp.defects.services import patched_scoring_request
 from webapp.query_params import handles_bad_query
 from webapp.runs.models import Run
-from webapp.runs.reports import run_reported_ks
-from webapp.runs.selectors import get_run_for_user, run_can_manage
+from webapp.runs.reads.reports import run_reported_ks
+from webapp.runs.reads.selectors import get_run_for_user, run_can_manage
 from webapp.teams.signed_in import SignedInRequest
 
 PARTIAL = "runs/_defect_aware.html"

@@ -29,8 +29,8 @@ from webapp.query_params import (
     query_ids,
     query_int,
 )
-from webapp.runs.reports import finished_runs, run_curves, visible_runs_by_id
-from webapp.runs.selectors import get_run_for_user
+from webapp.runs.reads.reports import finished_runs, run_curves, visible_runs_by_id
+from webapp.runs.reads.selectors import get_run_for_user
 
 MAX_OTHERS = 8
 

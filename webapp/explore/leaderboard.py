@@ -12,7 +12,7 @@ the interval of the difference contains 0; otherwise (no shared problems) their
 intervals overlap.
 
 Which runs stand here (`leaderboard_runs`): finished, not retracted, and not held for review
-(`webapp.runs.verified`: mostly compile errors, or another language, until the owner
+(`webapp.runs.reads.verified`: mostly compile errors, or another language, until the owner
 confirms). Each cell carries its run's verification (`mark_verification`), which the page's
 verified mark and its tooltip show: the definition, and the conditions the run fails.
 
@@ -21,7 +21,7 @@ chooses which of them the board ranks by, leads with and tests ties on.
 
 `metric` chooses pass@k (at least one of k samples passes) or pass^k (all k pass). pass^k
 is derived from the chosen way's per-problem counts with the same bootstrap as pass@k
-(`webapp.runs.scoring`), and its ties are tested the same way, on per-problem pass^k.
+(`webapp.runs.domain.scoring`), and its ties are tested the same way, on per-problem pass^k.
 """
 
 from __future__ import annotations
@@ -43,11 +43,11 @@ from evaluator.metrics import (
 )
 from webapp.defects.scores import Point, ThreeWay, Way, runs_three_way, task_number
 from webapp.query_params import BadQuery
+from webapp.runs.domain.scoring import curve_points
 from webapp.runs.models import Run, RunChange
-from webapp.runs.page_cache import FINISHED_SECONDS, key_of, shared
-from webapp.runs.scoring import curve_points
-from webapp.runs.selectors import REPORTED_KS
-from webapp.runs.verified import Verification, runs_held, runs_verification
+from webapp.runs.reads.page_cache import FINISHED_SECONDS, key_of, shared
+from webapp.runs.reads.selectors import REPORTED_KS
+from webapp.runs.reads.verified import Verification, runs_held, runs_verification
 
 RESAMPLES = 2000
 LEADERBOARD_RUNS = 500

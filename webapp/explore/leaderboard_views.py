@@ -13,9 +13,9 @@ from webapp.defects.scores import WAY_LABELS, query_scores
 from webapp.explore.leaderboard import leaderboard_drawn
 from webapp.query_params import handles_bad_query, query_choice, query_text
 from webapp.runs.models import Run
-from webapp.runs.plus import PLUS_COLUMNS, runs_plus_scores
-from webapp.runs.selectors import visible_runs
-from webapp.runs.verified import DEFINITION as VERIFIED_DEFINITION
+from webapp.runs.reads.selectors import visible_runs
+from webapp.runs.reads.verified import DEFINITION as VERIFIED_DEFINITION
+from webapp.runs.services.plus import PLUS_COLUMNS, runs_plus_scores
 from webapp.teams.models import Team
 from webapp.teams.selectors import get_team_for_user
 from webapp.teams.signed_in import SignedInRequest

@@ -24,7 +24,7 @@ from evaluator.metrics import (
     separating_problems,
 )
 from webapp.runs.models import ProblemResult, Run
-from webapp.runs.reports import run_label
+from webapp.runs.reads.reports import run_label
 
 MAX_RUNS = 12
 RESAMPLES = 2000

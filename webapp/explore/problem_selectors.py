@@ -11,7 +11,7 @@ from django.utils.http import urlencode
 
 from webapp.benchmarks.models import Dataset, Problem
 from webapp.runs.models import ProblemResult, Run
-from webapp.runs.selectors import Viewer, visible_runs
+from webapp.runs.reads.selectors import Viewer, visible_runs
 
 
 @dataclass

@@ -21,8 +21,8 @@ from webapp.benchmarks.selectors import (
 )
 from webapp.explore.problem_selectors import problem_pass_rates, problem_verdict_grid
 from webapp.query_params import handles_bad_query, query_choice, query_ids, query_text
-from webapp.runs.reports import finished_runs, visible_runs_by_id
-from webapp.suites.fidelity_selectors import dataset_defect_candidates
+from webapp.runs.reads.reports import finished_runs, visible_runs_by_id
+from webapp.suites.fidelity.selectors import dataset_defect_candidates
 
 DEFAULT_RATE_COLUMNS = 6
 MAX_RATE_COLUMNS = 12

@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
 
-from webapp.runs.selectors import visible_runs
+from webapp.runs.reads.selectors import visible_runs
 from webapp.teams.forms import MemberForm
 from webapp.teams.selectors import get_team_for_user, team_memberships, team_role
 from webapp.teams.signed_in import SignedInRequest

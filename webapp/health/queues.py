@@ -23,7 +23,7 @@ CONTROL_TIMEOUT = 10.0
 
 
 def language_queue(language: str) -> str:
-    """The queue of a language's work; the same name as `webapp.runs.dispatch` sends to
+    """The queue of a language's work; the same name as `webapp.runs.messaging.dispatch` sends to
     (this app sits below runs, so it cannot import it; a test keeps the two equal)."""
     return f"{QUEUE_PREFIX}{language}"
 

@@ -1,6 +1,6 @@
-"""The JSON API under `/api/`: django-ninja serves the operations of `api.router` (with
-`lifecycle_api`'s) and of the suites app's router, and builds `/api/openapi.json` from them;
-`/api/` itself is the page for people (`api_docs`).
+"""The JSON API under `/api/`: django-ninja serves the operations of `api.endpoints.router`
+(with `api.lifecycle_endpoints`'s) and of the suites app's router, and builds
+`/api/openapi.json` from them; `/api/` itself is the page for people (`api.docs_page`).
 
 This module is where the site's one API is put together, so it is the only place in the runs
 app that names another app: the suites app builds on runs, never the other way round, and
@@ -19,9 +19,10 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 from ninja.errors import ValidationError as SchemaError
 
-# Importing lifecycle_api registers the writes on `router`.
-from webapp.runs import api_docs, lifecycle_api, plus_views, reproduce_views  # noqa: F401
-from webapp.runs.api import REFUSALS, read, router
+# Importing lifecycle_endpoints registers the writes on `router`.
+from webapp.runs.api import docs_page, lifecycle_endpoints  # noqa: F401
+from webapp.runs.api.endpoints import REFUSALS, read, router
+from webapp.runs.pages import plus_views, reproduce_views  # noqa: F401
 from webapp.teams.api_auth import (
     TOKEN_OR_SESSION,
     TOKEN_REQUIRED,
@@ -95,7 +96,7 @@ def _bad_parameter(request: HttpRequest, exc: SchemaError) -> HttpResponse:
 
 app_name = "api"
 urlpatterns = [
-    # The page is handed the API it describes, so that api_docs need not import this module.
-    path("", api_docs.api_page, {"api": workbench_api}, name="docs"),
+    # The page is handed the API it describes, so that docs_page need not import this module.
+    path("", docs_page.api_page, {"api": workbench_api}, name="docs"),
     *workbench_api.urls[0],
 ]

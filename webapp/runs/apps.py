@@ -9,5 +9,5 @@ class RunsConfig(AppConfig):
 
     def ready(self) -> None:
         # Register the tasks in every process, the web server's too: work is sent by task
-        # name (webapp.runs.dispatch), and Celery's autodiscovery is lazy.
-        from webapp.runs import tasks  # noqa: F401
+        # name (webapp.runs.messaging.dispatch), and Celery's autodiscovery is lazy.
+        from webapp.runs.worker import tasks  # noqa: F401

@@ -15,9 +15,9 @@ from evaluator.profiles import PROFILES, default_profile, get_profile
 from evaluator.sanitize import sanitize_by_default
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import dataset_list, dataset_lookup
-from webapp.runs.api_schemas import NOT_AN_OBJECT
-from webapp.runs.lifecycle import RunEdit, run_edit_from
+from webapp.runs.domain.schemas import NOT_AN_OBJECT
 from webapp.runs.models import Run
+from webapp.runs.services.lifecycle import RunEdit, run_edit_from
 from webapp.teams.models import Team
 from webapp.teams.selectors import teams_for_user
 from webapp.textfields import (
@@ -238,7 +238,7 @@ class RunEditForm(forms.Form):
 
     def clean_model_meta(self) -> Any:
         # JSON typed as text is this page's own way to send it, as the body is the API's
-        # (`lifecycle_api._json_body`): it is read here, and the schema checks the value.
+        # (`lifecycle_endpoints._json_body`): it is read here, and the schema checks the value.
         text = (self.cleaned_data.get("model_meta") or "").strip()
         value = json_parse(text) if text else {}
         if value is None:

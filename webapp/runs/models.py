@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from evaluator.records import STATUSES
 from webapp.benchmarks.models import Dataset, Problem, ProblemVariant
-from webapp.runs.problem_scores import problem_pass_at_k
+from webapp.runs.domain.problem_scores import problem_pass_at_k
 from webapp.teams.models import Team
 
 SAMPLE_STATUSES: tuple[str, ...] = ("pending", *STATUSES)
@@ -75,12 +75,12 @@ class Run(models.Model):
     reproduction_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="reproductions",
         help_text="The run this one re-evaluates to check its verdicts; such runs are kept "
-        "out of lists and leaderboards (`webapp.runs.reproduce`).",
+        "out of lists and leaderboards (`webapp.runs.services.reproduce`).",
     )
     plus_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="plus_runs",
         help_text="The run whose stored samples this one evaluates on a plus test set "
-        "(HumanEval+, HumanEval-X+), to show base beside plus (`webapp.runs.plus`).",
+        "(HumanEval+, HumanEval-X+), to show base beside plus (`webapp.runs.services.plus`).",
     )
 
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
@@ -175,7 +175,7 @@ class Run(models.Model):
 
 
 class RunChange(models.Model):
-    """One change made to a run after upload (`webapp.runs.lifecycle`): who, when, what
+    """One change made to a run after upload (`webapp.runs.services.lifecycle`): who, when, what
     from and to. The values are kept as text, as they were shown when the change was made."""
 
     class Field(models.TextChoices):
@@ -415,7 +415,7 @@ class CachedResult(models.Model):
 
 class LeasedJob(models.Model):
     """A job about a run that a person asks for and one worker computes, claimed and held
-    under a heartbeat lease (`webapp.runs.jobs`). A subclass adds `status`, whose values
+    under a heartbeat lease (`webapp.runs.worker.jobs`). A subclass adds `status`, whose values
     are queued, running, done and failed."""
 
     error = models.TextField(blank=True)
@@ -517,7 +517,7 @@ class ProfileScore(models.Model):
 
 class LanguageCheckPart(models.Model):
     """One language's share of an upload's language check: the sources a worker of that
-    language parses in its sandbox (`webapp.runs.language_checks`), and its answers.
+    language parses in its sandbox (`webapp.runs.upload_checks.language_checks`), and its answers.
     The web request that made it waits for the answers and then deletes it."""
 
     language = models.CharField(max_length=30)

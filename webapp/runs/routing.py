@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING
 
 from django.urls import path
 
-from webapp.runs.consumers import RunConsumer
+from webapp.runs.pages.consumers import RunConsumer
 
 if TYPE_CHECKING:
     from channels.routing import URLRouter, _ExtendedURLPattern

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from webapp.runs import lifecycle_views, plus_views, profile_views, reproduce_views, views
+from webapp.runs.pages import lifecycle_views, plus_views, profile_views, reproduce_views, views
 
 app_name = "runs"
 urlpatterns = [

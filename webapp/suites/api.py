@@ -17,10 +17,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Router
 
 from webapp.query_params import BadQuery, query_ids
-from webapp.runs import api_schemas as common
-from webapp.runs.api import REFUSALS, read_on, request_body
-from webapp.runs.intake import too_large_issue, upload_was_too_large
-from webapp.runs.reports import visible_runs_by_id
+from webapp.runs.api.endpoints import REFUSALS, read_on, request_body
+from webapp.runs.domain import schemas as common
+from webapp.runs.reads.reports import visible_runs_by_id
+from webapp.runs.services.intake import too_large_issue, upload_was_too_large
 from webapp.suites import api_schemas as schemas
 from webapp.suites.forms import SuiteForm, SuiteUploadForm, paired_files
 from webapp.suites.selectors import get_suite_for_user, suite_summary

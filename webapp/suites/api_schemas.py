@@ -1,6 +1,6 @@
 """The shapes of the suite API's requests and answers, for the OpenAPI schema.
 
-As in `webapp.runs.api_schemas`, the views build their answers as dicts (`suite_summary`,
+As in `webapp.runs.domain.schemas`, the views build their answers as dicts (`suite_summary`,
 `FileOutcome.to_dict`); these models describe them, and `tests/webapp/runs/test_openapi.py`
 checks real answers against the schema. Refusals share the runs API's shapes.
 """
@@ -12,7 +12,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
-from webapp.runs.api_schemas import Error, FileIssue, Visibility
+from webapp.runs.domain.schemas import Error, FileIssue, Visibility
 from webapp.textfields import JSONText, LongText, NameText, SlugText
 
 

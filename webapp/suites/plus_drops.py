@@ -1,5 +1,5 @@
 """A suite's base → plus drop (issue 25): for each of its runs scored on a plus test set
-(`webapp.runs.plus`), pass@1 on the base tests beside pass@1 on the plus tests, and the
+(`webapp.runs.services.plus`), pass@1 on the base tests beside pass@1 on the plus tests, and the
 drop per programming language and per natural language. Base is EvalPlus's (the plus run's
 samples on the plus set's base inputs) except for a plus run scored before base counts were
 kept, whose row takes its run's own score and is marked (`PlusDropRow.base_is_original`).
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from statistics import fmean
 
 from webapp.runs.models import Run
-from webapp.runs.plus import BASE_FROM_ORIGINAL, PlusScore, runs_plus_scores
-from webapp.runs.selectors import Viewer, visible_runs
+from webapp.runs.reads.selectors import Viewer, visible_runs
+from webapp.runs.services.plus import BASE_FROM_ORIGINAL, PlusScore, runs_plus_scores
 from webapp.suites.selectors import language_label
 
 

@@ -22,8 +22,8 @@ from webapp.benchmarks.selectors import (
     NATURAL_LANGUAGE_ORDER,
 )
 from webapp.runs.models import ProblemResult, Run, RunMetric
-from webapp.runs.reports import samples_url
-from webapp.runs.selectors import Viewer, run_can_manage, visible_runs
+from webapp.runs.reads.reports import samples_url
+from webapp.runs.reads.selectors import Viewer, run_can_manage, visible_runs
 from webapp.suites.models import Suite, SuiteRun
 from webapp.teams.models import Membership
 

@@ -26,9 +26,9 @@ from evaluator.variant_detection import (
 )
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import variant_candidates
-from webapp.runs.intake import Intake, RunDetails, intake_file, intake_start
 from webapp.runs.models import Run
-from webapp.runs.uploads import HasIssues, Issue
+from webapp.runs.services.intake import Intake, RunDetails, intake_file, intake_start
+from webapp.runs.upload_checks.files import HasIssues, Issue
 from webapp.suites.models import Suite, SuiteRun
 from webapp.suites.selectors import suite_can_manage
 from webapp.teams.models import Membership, Team

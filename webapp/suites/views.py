@@ -18,8 +18,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from webapp.benchmarks.selectors import variant_candidates
 from webapp.query_params import BadQuery, handles_bad_query, query_choice, query_ids, query_int
-from webapp.runs.intake import too_large_issue, upload_was_too_large
-from webapp.runs.reports import visible_runs_by_id
+from webapp.runs.reads.reports import visible_runs_by_id
+from webapp.runs.services.intake import too_large_issue, upload_was_too_large
 from webapp.suites.forms import SuiteForm, SuiteUploadForm, dataset_choices, paired_files
 from webapp.suites.plus_drops import suite_plus_drops
 from webapp.suites.selectors import (

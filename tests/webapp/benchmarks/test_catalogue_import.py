@@ -17,7 +17,7 @@ from tests.dataset_mirror import closed_port_url, fixture_mirror, serving, write
 from tests.webapp.factories import PASSWORD
 from webapp.benchmarks.catalogue import catalogue_missing
 from webapp.benchmarks.models import CatalogueImport, Dataset, ProblemVariant
-from webapp.benchmarks.records import problem_from_json
+from webapp.benchmarks.problem_json import problem_from_json
 from webapp.teams.services import user_sign_up
 
 FIXTURE_KEYS = {"humaneval-x/go/en", "humaneval-xl/java/ru", "mhumaneval/python/ar/expert",

@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from evaluator.datasets.humaneval import PACKAGE_RESOURCE
 from webapp.benchmarks.models import Dataset, Problem, ProblemVariant
-from webapp.benchmarks.records import problem_from_json
+from webapp.benchmarks.problem_json import problem_from_json
 from webapp.benchmarks.selectors import dataset_problems
 
 

@@ -34,8 +34,8 @@ from webapp.defects.models import QUEUED_PATIENCE, PatchedScoring
 from webapp.defects.scores import run_three_way
 from webapp.defects.services import patched_scoring_run
 from webapp.runs.models import Run, RunMetric
-from webapp.runs.services import run_create
-from webapp.runs.uploads import EvaluationOptions, upload_check
+from webapp.runs.services.writes import run_create
+from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
 
 RIGHT_2 = "    return number % 1.0\n"
 WRONG_3 = "    return False\n"

@@ -13,8 +13,8 @@ from evaluator.defects import load_registry, parse_defect
 from tests.webapp.support import RIGHT_0, WRONG_0, write_jsonl
 from webapp.defects.scores import run_defects, run_three_way
 from webapp.runs.models import Run
-from webapp.runs.services import run_create
-from webapp.runs.uploads import EvaluationOptions, upload_check
+from webapp.runs.services.writes import run_create
+from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
 
 
 def _entry(task_id: str, kind: str, **more: object) -> dict[str, object]:

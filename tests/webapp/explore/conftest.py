@@ -27,8 +27,8 @@ from tests.webapp.support import CRASH_1, RIGHT_0, WRONG_0, write_jsonl
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
 from webapp.runs.models import Run
-from webapp.runs.services import run_create
-from webapp.runs.uploads import EvaluationOptions, upload_check
+from webapp.runs.services.writes import run_create
+from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
 
 RIGHT_2 = "    return number % 1.0\n"
 WRONG_2 = "    return number\n"

@@ -8,7 +8,7 @@ import io
 import json
 
 from tests.webapp.support import client_for
-from webapp.runs.exports import MATRIX_COLUMNS, export_name
+from webapp.runs.reads.exports import MATRIX_COLUMNS, export_name
 from webapp.spreadsheet_csv import SpreadsheetCsvWriter
 
 

@@ -13,10 +13,10 @@ from channels.routing import URLRouter
 from django.test import Client
 
 from tests.webapp.support import WebsocketClient
-from webapp.runs import engines, execution
-from webapp.runs.execution import run_start
 from webapp.runs.routing import websocket_urlpatterns
-from webapp.runs.tasks import evaluate_run
+from webapp.runs.worker import engines, execution
+from webapp.runs.worker.execution import run_start
+from webapp.runs.worker.tasks import evaluate_run
 
 application = AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
 

@@ -1,4 +1,4 @@
-"""The shared page cache behind the run page and the leaderboards (`webapp.runs.page_cache`):
+"""The shared page cache behind the run page and the leaderboards (`webapp.runs.reads.page_cache`):
 whatever changes what a page shows shows at once, and nothing one viewer was drawn reaches
 another who may not see it.
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from tests.webapp.support import RIGHT_0, client_for
-from webapp.runs.lifecycle import RunEdit, run_set_on_leaderboards, run_update
 from webapp.runs.models import Run
+from webapp.runs.services.lifecycle import RunEdit, run_set_on_leaderboards, run_update
 
 
 def _models(body: str) -> list[str]:

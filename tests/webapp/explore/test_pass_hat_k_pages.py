@@ -15,7 +15,7 @@ from tests.webapp.explore.conftest import RIGHT_2, WRONG_2
 from tests.webapp.support import RIGHT_0, WRONG_0, client_for
 from webapp.explore.leaderboard import build_leaderboard
 from webapp.runs.models import Run
-from webapp.runs.selectors import run_pass_hat_k
+from webapp.runs.reads.selectors import run_pass_hat_k
 
 COLUMN = "humaneval/python/en"
 

@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 
 from evaluator.records import HARNESS_VERSION
 from tests.webapp.support import client_for
-from webapp.runs.diffs import char_diff
 from webapp.runs.models import Sample
+from webapp.runs.reads.char_diffs import char_diff
 
 
 def _chart_data(body: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from webapp.health.models import CanaryCheck, Worker
 from webapp.health.queues import language_queue, queue_language, served_languages
 from webapp.health.selectors import canary_healthy
 from webapp.health.services import canary_run, worker_register, worker_stopped
-from webapp.runs import dispatch
+from webapp.runs.messaging import dispatch
 
 WORKER = "worker-1@host"
 

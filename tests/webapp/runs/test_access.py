@@ -149,7 +149,7 @@ def test_one_runs_rule_in_python_agrees_with_the_query_for_every_kind_of_run(per
     from django.contrib.auth.models import AnonymousUser
     from django.utils import timezone
 
-    from webapp.runs.selectors import may_see_run, visible_runs
+    from webapp.runs.reads.selectors import may_see_run, visible_runs
 
     original = RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval)
     runs = []

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.webapp.support import client_for
 from webapp.runs.models import Run
-from webapp.runs.services import run_rerun
+from webapp.runs.services.writes import run_rerun
 from webapp.teams.services import token_issue, token_revoke
 
 
@@ -196,7 +196,7 @@ def test_a_run_that_finishes_during_the_request_is_read_whole(
     status and progress read fresh. Should the run finish between the request's reading of
     its row and of its status, the answer is drawn anew: never a finished status without
     the scores that came with it."""
-    from webapp.runs import api
+    from webapp.runs.api import endpoints as api
     from webapp.runs.models import RunMetric
 
     client = token_client(personas.owner)

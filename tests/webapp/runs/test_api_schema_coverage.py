@@ -47,7 +47,8 @@ def _as_schema_path(route: str) -> str:
 
 def _api_routers() -> Iterator[tuple[str, Router]]:
     root = Path(webapp.__file__).parent
-    for module_path in sorted(root.glob("*/api*.py")):
+    # An app's API is a module (suites/api.py) or a package of them (runs/api/).
+    for module_path in sorted([*root.glob("*/api*.py"), *root.glob("*/api/*.py")]):
         name = ".".join(module_path.relative_to(root.parent).with_suffix("").parts)
         module = importlib.import_module(name)
         for value in vars(module).values():
@@ -75,7 +76,7 @@ def test_every_url_under_api_is_in_the_schema(spec):
 
 def test_every_router_of_an_api_module_is_mounted(spec):
     routers = list(_api_routers())
-    assert {name for name, _ in routers} >= {"webapp.runs.api", "webapp.suites.api"}
+    assert {name for name, _ in routers} >= {"webapp.runs.api.endpoints", "webapp.suites.api"}
     for name, router in routers:
         for route, operations in router.path_operations.items():
             path = "/api" + NINJA_CONVERTER.sub(r"{\1}", route)

@@ -16,7 +16,7 @@ from django.test import Client
 from tests.webapp.support import WebsocketClient
 from webapp.runs.models import Run
 from webapp.runs.routing import websocket_urlpatterns
-from webapp.runs.tasks import evaluate_run
+from webapp.runs.worker.tasks import evaluate_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -18,12 +18,12 @@ from evaluator.records import SampleResult, Status
 from tests.webapp.large_run import large_run_create
 from tests.webapp.support import client_for
 from webapp.benchmarks.models import Dataset
-from webapp.runs import aggregation
-from webapp.runs.aggregation import _score, run_finalize, scored_run_digest
 from webapp.runs.models import Run, RunDigest, Sample
-from webapp.runs.reports import run_failure_breakdown
-from webapp.runs.selectors import run_pass_hat_k, run_unstable_count
-from webapp.runs.verified import run_verification
+from webapp.runs.reads.reports import run_failure_breakdown
+from webapp.runs.reads.selectors import run_pass_hat_k, run_unstable_count
+from webapp.runs.reads.verified import run_verification
+from webapp.runs.worker import aggregation
+from webapp.runs.worker.aggregation import _score, run_finalize, scored_run_digest
 
 PER_TASK = 4
 DIGEST_FIELDS = ("pk", "run_id", "pass_hat_k", "failures", "unstable", "compile_errors",

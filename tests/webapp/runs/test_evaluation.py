@@ -13,12 +13,12 @@ from django.utils import timezone
 from evaluator.engine import Engine
 from evaluator.records import SampleResult
 from tests.webapp.support import RIGHT_0, WRONG_0, write_jsonl
-from webapp.runs import execution, leases
-from webapp.runs.aggregation import run_finalize
-from webapp.runs.execution import chunk_evaluate, run_start, sample_record_result
 from webapp.runs.models import CachedResult, Chunk, ProblemResult, Run, RunMetric, Sample
-from webapp.runs.services import plan_chunks, run_cancel, run_create, run_rerun
-from webapp.runs.uploads import EvaluationOptions, upload_check
+from webapp.runs.services.writes import plan_chunks, run_cancel, run_create, run_rerun
+from webapp.runs.upload_checks.files import EvaluationOptions, upload_check
+from webapp.runs.worker import execution, leases
+from webapp.runs.worker.aggregation import run_finalize
+from webapp.runs.worker.execution import chunk_evaluate, run_start, sample_record_result
 
 
 def _queued_run(personas, humaneval, path: Path, *, name: str = "run") -> Run:
@@ -117,7 +117,7 @@ def test_result_with_nul_characters_is_stored(queued_run):
 
 
 def test_whole_run_finishes_with_scores(queued_run, django_capture_on_commit_callbacks):
-    from webapp.runs.tasks import evaluate_run
+    from webapp.runs.worker.tasks import evaluate_run
 
     with django_capture_on_commit_callbacks(execute=True):
         evaluate_run.delay(queued_run.pk)
@@ -139,7 +139,7 @@ def test_whole_run_finishes_with_scores(queued_run, django_capture_on_commit_cal
 
 
 def test_finalize_is_claimed_once(queued_run, django_capture_on_commit_callbacks):
-    from webapp.runs.tasks import evaluate_run
+    from webapp.runs.worker.tasks import evaluate_run
 
     with django_capture_on_commit_callbacks(execute=True):
         evaluate_run.delay(queued_run.pk)
@@ -149,7 +149,7 @@ def test_finalize_is_claimed_once(queued_run, django_capture_on_commit_callbacks
 
 def test_identical_programs_hit_the_result_cache(personas, humaneval, tmp_path,
                                                  django_capture_on_commit_callbacks):
-    from webapp.runs.tasks import evaluate_run
+    from webapp.runs.worker.tasks import evaluate_run
 
     first = _queued_run(personas, humaneval, write_jsonl(tmp_path / "a.jsonl", [
         {"task_id": "HumanEval/0", "completion": RIGHT_0},
@@ -171,7 +171,7 @@ def test_identical_programs_hit_the_result_cache(personas, humaneval, tmp_path,
 
 def test_run_without_cache_executes_again(queued_run, personas,
                                           django_capture_on_commit_callbacks):
-    from webapp.runs.tasks import evaluate_run
+    from webapp.runs.worker.tasks import evaluate_run
 
     with django_capture_on_commit_callbacks(execute=True):
         evaluate_run.delay(queued_run.pk)
@@ -186,7 +186,7 @@ def test_run_without_cache_executes_again(queued_run, personas,
 
 
 def test_rerun_reuses_the_cache(queued_run, personas, django_capture_on_commit_callbacks):
-    from webapp.runs.tasks import evaluate_run
+    from webapp.runs.worker.tasks import evaluate_run
 
     with django_capture_on_commit_callbacks(execute=True):
         evaluate_run.delay(queued_run.pk)
@@ -220,7 +220,7 @@ def test_cancel_drops_queued_chunks(queued_run, personas, django_capture_on_comm
 def test_cancel_stops_a_running_chunk(personas, humaneval, samples_file, monkeypatch):
     # Committed for real, so the cancel watcher's own connection sees the change; the run
     # is not enqueued, and is cancelled as soon as its first sample finishes.
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
     queued_run = _queued_run(personas, humaneval, samples_file)
     monkeypatch.setattr(leases, "CHECK_SECONDS", 0.01)
     original = execution.sample_record_result
@@ -244,7 +244,7 @@ def test_a_broken_sandbox_fails_the_run_with_its_reason(queued_run, monkeypatch)
     def broken(*args, **kwargs):
         raise RuntimeError("no sandbox here")
 
-    # Chunks lease long-lived engines (webapp.runs.engines); patch the class they use.
+    # Chunks lease long-lived engines (webapp.runs.worker.engines); patch the class they use.
     monkeypatch.setattr(Engine, "evaluate", broken)
     run_start(run_id=queued_run.pk)
     outcome = chunk_evaluate(chunk_id=queued_run.chunks.first().pk)

@@ -23,12 +23,12 @@ from django.test import Client
 from django.utils import timezone
 
 from tests.webapp.support import WebsocketClient, client_for
-from webapp.runs.execution import chunk_evaluate, run_start
-from webapp.runs.intake import STAGING_MAX_AGE
-from webapp.runs.lifecycle import deleted_runs_purge
 from webapp.runs.models import CachedResult, Run, RunChange, Sample
 from webapp.runs.routing import websocket_urlpatterns
-from webapp.runs.tasks import sweep
+from webapp.runs.services.intake import STAGING_MAX_AGE
+from webapp.runs.services.lifecycle import deleted_runs_purge
+from webapp.runs.worker.execution import chunk_evaluate, run_start
+from webapp.runs.worker.tasks import sweep
 from webapp.teams.models import Membership, Team
 from webapp.teams.services import token_issue, user_sign_up
 

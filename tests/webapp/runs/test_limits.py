@@ -15,7 +15,7 @@ from evaluator.profiles import DEFAULT_TIME_LIMIT, get_profile, run_time_limit
 from evaluator.records import RunOptions
 from tests.webapp.support import client_for, small_samples, write_jsonl
 from webapp.runs.models import Run, Sample
-from webapp.runs.verified import run_verification
+from webapp.runs.reads.verified import run_verification
 
 
 def _upload(client, path: Path, capture, **fields: str):

@@ -21,11 +21,13 @@ from channels.routing import URLRouter
 from django.utils.module_loading import import_string
 
 from tests.webapp.support import WebsocketClient
-from webapp.runs import consumers, execution, live
-from webapp.runs.events import with_log_html
-from webapp.runs.live import MESSAGE_TYPE, run_group
+from webapp.runs.domain.events import with_log_html
+from webapp.runs.messaging import live
+from webapp.runs.messaging.live import MESSAGE_TYPE, run_group
+from webapp.runs.pages import consumers
 from webapp.runs.routing import websocket_urlpatterns
-from webapp.runs.tasks import evaluate_run
+from webapp.runs.worker import execution
+from webapp.runs.worker.tasks import evaluate_run
 from webapp.settings import redis_channel_layer
 
 RUN_ID = 424242

@@ -17,12 +17,14 @@ from django.conf import settings
 from django.test import Client
 
 from tests.webapp.support import WebsocketClient
-from webapp.runs import consumers, execution, live
-from webapp.runs.events import with_log_html
+from webapp.runs.domain.events import with_log_html
+from webapp.runs.messaging import live
 from webapp.runs.models import Run
+from webapp.runs.pages import consumers
+from webapp.runs.reads.selectors import run_events_after
 from webapp.runs.routing import websocket_urlpatterns
-from webapp.runs.selectors import run_events_after
-from webapp.runs.tasks import evaluate_run
+from webapp.runs.worker import execution
+from webapp.runs.worker.tasks import evaluate_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -199,9 +201,9 @@ def test_the_page_shows_nothing_older_than_the_number_it_resumes_from(run, perso
                                                                        monkeypatch):
     """The run starts between the page reading the run and reading the event number: the
     page must not show `queued` while resuming after the `run_status` event."""
-    from webapp.runs import views
-    from webapp.runs.execution import run_start
-    from webapp.runs.selectors import run_snapshot as original
+    from webapp.runs.pages import views
+    from webapp.runs.reads.selectors import run_snapshot as original
+    from webapp.runs.worker.execution import run_start
 
     def start_first(*, run):
         run_start(run_id=run.pk)

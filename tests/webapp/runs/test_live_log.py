@@ -13,10 +13,15 @@ from django.conf import settings
 from evaluator.records import SampleResult
 from evaluator.records import TestOutcome as Outcome
 from tests.webapp.support import client_for
-from webapp.runs.events import log_entry, log_entry_html, sample_finished_event, with_log_html
-from webapp.runs.execution import sample_record_result
+from webapp.runs.domain.events import (
+    log_entry,
+    log_entry_html,
+    sample_finished_event,
+    with_log_html,
+)
 from webapp.runs.models import Sample
-from webapp.runs.selectors import run_events_after, run_snapshot
+from webapp.runs.reads.selectors import run_events_after, run_snapshot
+from webapp.runs.worker.execution import sample_record_result
 
 HOSTILE = "<script>alert('x')</script>\u202egnirts desrever & \"quoted\" "
 RUN_ID, SAMPLE_ID = 7, 11

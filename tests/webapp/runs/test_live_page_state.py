@@ -14,8 +14,8 @@ import pytest
 
 from tests.webapp.support import client_for
 from webapp.runs.models import Run
-from webapp.runs.selectors import run_events_after, run_problem_counts, run_snapshot
-from webapp.runs.tasks import evaluate_run
+from webapp.runs.reads.selectors import run_events_after, run_problem_counts, run_snapshot
+from webapp.runs.worker.tasks import evaluate_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

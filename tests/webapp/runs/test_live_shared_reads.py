@@ -14,8 +14,8 @@ from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
 
 from tests.webapp.support import WebsocketClient
-from webapp.runs import consumers
 from webapp.runs.models import Run
+from webapp.runs.pages import consumers
 from webapp.runs.routing import websocket_urlpatterns
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -17,7 +17,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from tests.webapp.support import client_for
-from webapp.runs.api_schemas import RunUpload
+from webapp.runs.domain.schemas import RunUpload
 from webapp.runs.forms import UploadForm
 from webapp.runs.models import Run
 from webapp.teams.services import token_issue

@@ -19,9 +19,9 @@ from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
 from webapp.health.selectors import canary_healthy
 from webapp.health.services import canary_run
-from webapp.runs.execution import WORKER_NAME
 from webapp.runs.models import CachedResult, Chunk, Run, RunMetric, Sample
-from webapp.runs.verified import run_verification
+from webapp.runs.reads.verified import run_verification
+from webapp.runs.worker.execution import WORKER_NAME
 from webapp.teams.services import token_issue
 
 

@@ -15,7 +15,7 @@ from tests.webapp.support import CRASH_1, RIGHT_0, WRONG_0, client_for, write_js
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
 from webapp.runs.models import Run
-from webapp.runs.plus import plus_datasets
+from webapp.runs.services.plus import plus_datasets
 from webapp.suites.services import suite_attach_runs, suite_create
 
 
@@ -259,7 +259,7 @@ def test_a_pair_shows_only_to_who_may_see_both_runs(personas, humaneval, humanev
     """The pairs are read plainly and each run's permission decided on its row
     (`may_see_run`): a plus run its viewer may not see is no pair, from either side."""
     from tests.webapp.factories import RunFactory
-    from webapp.runs.plus import run_plus_pairs
+    from webapp.runs.services.plus import run_plus_pairs
 
     base = RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval,
                              visibility=Run.Visibility.PUBLIC)

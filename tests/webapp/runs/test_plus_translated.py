@@ -21,7 +21,7 @@ from tests.webapp.translated_plus import (
     imported,
 )
 from webapp.runs.models import Run
-from webapp.runs.plus import plus_datasets
+from webapp.runs.services.plus import plus_datasets
 
 
 @pytest.fixture

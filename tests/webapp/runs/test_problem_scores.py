@@ -17,10 +17,10 @@ from evaluator.metrics import pass_at_k_curve
 from tests.webapp.large_run import large_run_create
 from tests.webapp.support import client_for
 from webapp.benchmarks.models import Dataset
+from webapp.runs.domain.problem_scores import problem_pass_at_k, problems_pass_at_k
 from webapp.runs.models import ProblemResult, Run
-from webapp.runs.problem_scores import problem_pass_at_k, problems_pass_at_k
-from webapp.runs.reports import problem_table_k, run_problem_table
-from webapp.runs.selectors import run_problem_counts, run_snapshot, scored_problem_counts
+from webapp.runs.reads.reports import problem_table_k, run_problem_table
+from webapp.runs.reads.selectors import run_problem_counts, run_snapshot, scored_problem_counts
 
 PER_TASK = 1_000
 

@@ -18,11 +18,12 @@ from evaluator.profiles import PROFILES
 from tests.webapp.factories import RunFactory
 from tests.webapp.support import CRASH_1, RIGHT_0, client_for, files_left_by_uploads, write_jsonl
 from webapp.benchmarks.services import dataset_import
-from webapp.runs import recovery, rescoring
-from webapp.runs.dispatch import QueuedWork
+from webapp.runs.messaging.dispatch import QueuedWork
 from webapp.runs.models import ProfileComparison, ProfileScore, Run, RunMetric, Sample
-from webapp.runs.recovery import runs_sweep
-from webapp.runs.tasks import compare_profiles
+from webapp.runs.worker import profile_comparison as rescoring
+from webapp.runs.worker import recovery
+from webapp.runs.worker.recovery import runs_sweep
+from webapp.runs.worker.tasks import compare_profiles
 
 # Right, then a top-level line that fails when the module is run: bigcode's stop sequence
 # "\nprint" and CodeGeeX's cut at the first line that is not indented both remove it.

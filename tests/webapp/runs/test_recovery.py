@@ -13,15 +13,21 @@ from django.db import OperationalError
 from django.utils import timezone
 
 from evaluator.records import SampleResult
-from webapp.runs import execution, leases, recovery, transient
-from webapp.runs.aggregation import run_finalize
-from webapp.runs.dispatch import EVALUATE_CHUNK, EVALUATE_RUN, SWEEP, QueuedWork, queued_work
-from webapp.runs.execution import chunk_evaluate, run_start, sample_record_result
-from webapp.runs.leases import Heartbeat
-from webapp.runs.lifecycle import run_resume
+from webapp.runs.messaging.dispatch import (
+    EVALUATE_CHUNK,
+    EVALUATE_RUN,
+    SWEEP,
+    QueuedWork,
+    queued_work,
+)
 from webapp.runs.models import Chunk, Run, RunEvent, Sample
-from webapp.runs.recovery import runs_sweep
-from webapp.runs.services import run_cancel
+from webapp.runs.services.lifecycle import run_resume
+from webapp.runs.services.writes import run_cancel
+from webapp.runs.worker import execution, leases, recovery, transient
+from webapp.runs.worker.aggregation import run_finalize
+from webapp.runs.worker.execution import chunk_evaluate, run_start, sample_record_result
+from webapp.runs.worker.leases import Heartbeat
+from webapp.runs.worker.recovery import runs_sweep
 
 
 @pytest.fixture
@@ -167,7 +173,7 @@ def test_a_broker_whose_messages_cannot_be_listed_holds_all_of_a_queue_that_is_n
 ):
     from celery import Celery
 
-    from webapp.runs import dispatch
+    from webapp.runs.messaging import dispatch
 
     app = Celery("opaque", broker="memory://", set_as_current=False)
     monkeypatch.setattr(dispatch, "current_app", app)
@@ -273,8 +279,8 @@ def test_no_result_is_recorded_once_the_run_is_cancelled(queued_run, personas):
 def test_beat_runs_the_sweep_itself_and_sends_nothing(tmp_path, monkeypatch, db):
     from celery import current_app
 
-    from webapp.runs import tasks
-    from webapp.runs.beat import SweepingScheduler
+    from webapp.runs.worker import tasks
+    from webapp.runs.worker.beat import SweepingScheduler
 
     swept: list[bool] = []
     monkeypatch.setattr(tasks, "runs_sweep", lambda: swept.append(True))

@@ -19,8 +19,8 @@ from tests.webapp.factories import RunFactory
 from tests.webapp.runs.test_access import VISIBILITY_RULES
 from tests.webapp.support import RIGHT_0, WRONG_0, client_for, write_jsonl
 from webapp.runs.models import Run, Sample
-from webapp.runs.reproduce import reproduction_report
-from webapp.runs.selectors import visible_runs
+from webapp.runs.reads.selectors import visible_runs
+from webapp.runs.services.reproduce import reproduction_report
 
 HOST_ONLY_0 = (
     "    import socket\n"
@@ -249,7 +249,7 @@ def test_unfinished_runs_and_reproductions_are_not_reproduced(
 
 def test_progress_while_the_reproduction_runs(personas, finished_run, monkeypatch):
     # Not sent to the workers: the reproduction stays queued, as while it waits for one.
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
     owner = client_for(personas.owner)
     owner.post(f"/runs/{finished_run.pk}/reproduce/")
     copy = Run.objects.get(reproduction_of=finished_run)
@@ -343,7 +343,7 @@ def test_a_manifest_that_cannot_be_built_fails_nothing(
     def broken(**kwargs):
         raise RuntimeError("no version here")
 
-    monkeypatch.setattr("webapp.runs.manifests.build_manifest", broken)
+    monkeypatch.setattr("webapp.runs.worker.manifests.build_manifest", broken)
     run = _evaluated(token_client(personas.owner), samples_file,
                      django_capture_on_commit_callbacks)
     assert run.done_count == 4

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from evaluator.records import SampleResult
 from webapp.benchmarks.selectors import dataset_problems
-from webapp.runs.execution import sample_record_result
 from webapp.runs.models import Sample
-from webapp.runs.rescoring import _stored_results
-from webapp.runs.selectors import sample_result
+from webapp.runs.reads.selectors import sample_result
+from webapp.runs.worker.execution import sample_record_result
+from webapp.runs.worker.profile_comparison import _stored_results
 
 
 def _finished_without_result(run_id: int) -> Sample:

@@ -15,16 +15,16 @@ from evaluator.records import SampleResult, Status
 from tests.webapp.large_run import large_run_create
 from tests.webapp.support import client_for
 from webapp.benchmarks.models import Dataset
-from webapp.runs import selectors
-from webapp.runs.aggregation import _score, run_finalize
 from webapp.runs.models import Run, RunDigest, Sample
-from webapp.runs.reports import counted_failures, run_failure_breakdown
-from webapp.runs.selectors import (
+from webapp.runs.reads import selectors
+from webapp.runs.reads.reports import counted_failures, run_failure_breakdown
+from webapp.runs.reads.selectors import (
     computed_pass_hat_k,
     counted_unstable_samples,
     run_pass_hat_k,
     run_unstable_count,
 )
+from webapp.runs.worker.aggregation import _score, run_finalize
 
 PER_TASK = 12
 
@@ -185,7 +185,7 @@ def spoil(run: Run, *, every: int) -> None:
 
 
 def test_the_verified_checks_counts_are_stored_and_read_without_the_samples(varied_run):
-    from webapp.runs.verified import counted_verification, run_verification
+    from webapp.runs.reads.verified import counted_verification, run_verification
 
     run = varied_run
     spoil(run, every=9)
@@ -215,7 +215,7 @@ def test_the_verified_checks_counts_are_stored_and_read_without_the_samples(vari
 
 
 def test_a_run_still_going_has_its_verification_counted(varied_run):
-    from webapp.runs.verified import counted_verification, runs_verification
+    from webapp.runs.reads.verified import counted_verification, runs_verification
 
     run = varied_run
     spoil(run, every=7)  # after the scores: the digest is behind the samples

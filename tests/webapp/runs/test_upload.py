@@ -20,8 +20,8 @@ from tests.webapp.support import (
     write_jsonl,
 )
 from webapp.runs.models import Chunk, Run, Sample
-from webapp.runs.services import plan_chunks
-from webapp.runs.uploads import MAX_LINE_BYTES
+from webapp.runs.services.writes import plan_chunks
+from webapp.runs.upload_checks.files import MAX_LINE_BYTES
 
 
 def assert_nothing_stored() -> None:
@@ -240,7 +240,7 @@ def test_gzip_that_expands_past_the_limit_is_refused(personas, humaneval, tmp_pa
 def test_a_task_past_its_sample_limit_is_refused_and_what_was_stored_is_deleted(
         personas, humaneval, tmp_path, settings, token_client, monkeypatch):
     settings.UPLOAD_MAX_SAMPLES_PER_TASK = 30
-    monkeypatch.setattr("webapp.runs.services.STAGE_BATCH_ROWS", 4)  # rows were stored
+    monkeypatch.setattr("webapp.runs.services.writes.STAGE_BATCH_ROWS", 4)  # rows were stored
     path = write_jsonl(tmp_path / "many.jsonl", [
         {"task_id": "HumanEval/0", "completion": f"    return {i}\n"} for i in range(100)])
     response = api_upload(token_client(personas.owner), path, "humaneval/python/en")
@@ -254,7 +254,7 @@ def test_a_task_past_its_sample_limit_is_refused_and_what_was_stored_is_deleted(
 
 def test_an_error_after_stored_batches_leaves_nothing(personas, humaneval, tmp_path,
                                                       token_client, monkeypatch):
-    monkeypatch.setattr("webapp.runs.services.STAGE_BATCH_ROWS", 3)
+    monkeypatch.setattr("webapp.runs.services.writes.STAGE_BATCH_ROWS", 3)
     lines = [json.dumps({"task_id": f"HumanEval/{i % 7}", "completion": "    return 1\n"})
              for i in range(40)]
     path = tmp_path / "late.jsonl"
@@ -270,8 +270,8 @@ def test_samples_stored_in_batches_keep_the_files_order_and_whole_task_chunks(
     """Tasks interleaved (each task's samples spread over the file): the chunks a task is
     given as it first comes are not the plan's, which only the end of the file tells."""
     settings.CHUNK_SAMPLES = 5
-    monkeypatch.setattr("webapp.runs.services.STAGE_BATCH_ROWS", 7)
-    monkeypatch.setattr("webapp.runs.services.STAGE_BATCH_CHARS", 300)
+    monkeypatch.setattr("webapp.runs.services.writes.STAGE_BATCH_ROWS", 7)
+    monkeypatch.setattr("webapp.runs.services.writes.STAGE_BATCH_CHARS", 300)
     counts = {f"HumanEval/{n}": 1 + n % 4 * 3 for n in range(9)}  # 1, 4, 7 or 10 each
     records = [{"task_id": task, "completion": f"    return {i}  # {task}\n"}
                for i in range(10) for task, count in counts.items() if i < count]
@@ -315,7 +315,7 @@ def test_a_duplicate_is_not_stored_again(personas, humaneval, samples_file, toke
     def refuse(*_args: Any, **_kwargs: Any) -> None:
         raise AssertionError("the samples of a duplicate were stored")
 
-    monkeypatch.setattr("webapp.runs.services._insert_samples", refuse)
+    monkeypatch.setattr("webapp.runs.services.writes._insert_samples", refuse)
     assert api_upload(client, samples_file, "humaneval/python/en").status_code == 409
     assert page_upload(client_for(personas.owner), samples_file, humaneval.pk,
                        team="lab").status_code == 409
@@ -383,7 +383,7 @@ def test_failed_run_creation_leaves_nothing(personas, humaneval, samples_file, t
     def explode(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("webapp.runs.services._insert_samples", explode)
+    monkeypatch.setattr("webapp.runs.services.writes._insert_samples", explode)
     with pytest.raises(RuntimeError):
         api_upload(token_client(personas.owner), samples_file, "humaneval/python/en")
     assert_nothing_stored()

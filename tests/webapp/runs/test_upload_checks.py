@@ -19,7 +19,7 @@ from tests.webapp.support import RIGHT_0, client_for, files_left_by_uploads, wri
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
 from webapp.runs.models import Run, Sample
-from webapp.runs.uploads import MAX_LINE_BYTES
+from webapp.runs.upload_checks.files import MAX_LINE_BYTES
 
 
 def assert_nothing_stored() -> None:
@@ -102,7 +102,7 @@ def test_python_against_cpp_on_the_page_asks_before_going_on(
     """Issue 13's report: Python generations against humaneval-x/cpp were "Ready to
     evaluate". Now the page says what they look like and offers the Python variant."""
     require_parser("cpp")
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
     client = client_for(personas.owner)
     response = page_upload(client, generations_file(tmp_path, "python"), polyglot["cpp"])
     assert response.status_code == 200
@@ -129,7 +129,7 @@ def test_python_against_cpp_on_the_page_asks_before_going_on(
 def test_confirmed_mismatch_creates_the_run(polyglot, personas, tmp_path,
                                             django_capture_on_commit_callbacks, monkeypatch):
     require_parser("cpp")
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
     client = client_for(personas.owner)
     response = page_upload(client, generations_file(tmp_path, "python"), polyglot["cpp"])
     token = response.context["confirm"].initial["token"]
@@ -151,7 +151,7 @@ def test_suggested_variant_creates_the_run_against_it(polyglot, personas, tmp_pa
                                                       django_capture_on_commit_callbacks,
                                                       monkeypatch):
     require_parser("cpp")
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
     client = client_for(personas.owner)
     response = page_upload(client, generations_file(tmp_path, "python"), polyglot["cpp"])
     token = response.context["confirm"].initial["token"]
@@ -166,7 +166,7 @@ def test_suggested_variant_creates_the_run_against_it(polyglot, personas, tmp_pa
         raise AssertionError("the file was read again")
 
     # The staged samples are checked again against the variant: there is no file to read.
-    monkeypatch.setattr("webapp.runs.uploads.SampleReader.read", refuse_to_read)
+    monkeypatch.setattr("webapp.runs.upload_checks.files.SampleReader.read", refuse_to_read)
     with django_capture_on_commit_callbacks(execute=True):
         client.post("/runs/new/confirm/", {"token": token,
                                            "use_dataset": str(polyglot["python"].pk)})
@@ -183,7 +183,7 @@ def test_suggested_variant_creates_the_run_against_it(polyglot, personas, tmp_pa
 def test_a_mismatch_allowed_before_is_asked_again_then_leads_to_that_run(
         polyglot, personas, token_client, tmp_path, monkeypatch):
     require_parser("cpp")
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
     path = generations_file(tmp_path, "python")
     first = api_upload(token_client(personas.owner), path, polyglot["cpp"],
                        allow_language_mismatch="true")
@@ -205,7 +205,7 @@ def test_a_mismatch_allowed_before_is_asked_again_then_leads_to_that_run(
 def test_api_field_confirms_a_mismatch(polyglot, personas, token_client, tmp_path,
                                        monkeypatch):
     require_parser("cpp")
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
     response = api_upload(token_client(personas.owner), generations_file(tmp_path, "python"),
                           polyglot["cpp"], allow_language_mismatch="true")
     assert response.status_code == 201, response.json()

@@ -21,7 +21,7 @@ from webapp.runs.models import Chunk, Run, Sample
 @pytest.fixture
 def unsent(monkeypatch: pytest.MonkeyPatch) -> None:
     # The run is created; evaluating it is another test's business.
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
 
 
 def hold(client: Client, path: Path, dataset_id: int) -> str:
@@ -63,7 +63,8 @@ def test_confirm_starts_the_run_stored_at_upload_and_reads_nothing_again(
     token = hold(client, samples_file, humaneval.pk)
     staged = Run.objects.get()
     assert (staged.status, Sample.objects.filter(run=staged).count()) == (Run.Status.STAGED, 4)
-    for name in ("uploads.SampleReader", "uploads.check_language", "services._insert_samples"):
+    for name in ("upload_checks.files.SampleReader", "upload_checks.files.check_language",
+                 "services.writes._insert_samples"):
         monkeypatch.setattr(f"webapp.runs.{name}", refuse_to_read)
 
     response, messages = confirm(client, token)
@@ -173,7 +174,7 @@ def test_an_altered_token_is_refused(personas, humaneval, samples_file, unsent):
 def test_an_expired_token_is_refused(personas, humaneval, samples_file, unsent, monkeypatch):
     client = client_for(personas.owner)
     token = hold(client, samples_file, humaneval.pk)
-    monkeypatch.setattr("webapp.runs.intake.STAGING_MAX_AGE", -1)
+    monkeypatch.setattr("webapp.runs.services.intake.STAGING_MAX_AGE", -1)
 
     response, messages = confirm(client, token)
 

@@ -1,4 +1,4 @@
-"""What "verified" means (`webapp.runs.verified`), shown on the leaderboard's mark with the
+"""What "verified" means (`webapp.runs.reads.verified`), shown on the leaderboard's mark with the
 conditions a run fails; runs that mostly fail to compile or were uploaded in another
 language stay off leaderboards until their owner confirms them; cancel and resume in the
 run's history."""
@@ -18,9 +18,9 @@ from tests.polyglot import generations, require_parser, write_dataset
 from tests.webapp.support import client_for, write_jsonl
 from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.services import dataset_import
-from webapp.runs.aggregation import _score
 from webapp.runs.models import Run, RunChange, Sample
-from webapp.runs.verified import COMPILE_ERROR_SHARE, DEFINITION, run_verification
+from webapp.runs.reads.verified import COMPILE_ERROR_SHARE, DEFINITION, run_verification
+from webapp.runs.worker.aggregation import _score
 from webapp.teams.models import Membership
 from webapp.teams.services import token_issue, user_sign_up
 

@@ -51,7 +51,7 @@ def test_one_click_on_the_confirm_page_moves_the_upload_to_that_variant(
         polyglot, humaneval, personas, tmp_path, django_capture_on_commit_callbacks,
         monkeypatch):
     require_parser("cpp")
-    monkeypatch.setattr("webapp.runs.services._enqueue_start", lambda run_id: None)
+    monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
     client = client_for(personas.owner)
     response = page_upload(client, generations_file(tmp_path, "cpp"), humaneval)
     page = response.content.decode()

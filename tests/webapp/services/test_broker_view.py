@@ -12,8 +12,8 @@ import redis
 from celery import Celery
 from kombu import Queue
 
-from webapp.runs import dispatch
-from webapp.runs.dispatch import (
+from webapp.runs.messaging import dispatch
+from webapp.runs.messaging.dispatch import (
     EVALUATE_CHUNK,
     FINALIZE_RUN,
     FIRST_SENDING,

@@ -21,7 +21,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from tests.webapp.services.live_stack import Browser, add_user, api
 from tests.webapp.services.real_services import PostgresDatabase, RedisServer, services_stack
 from tests.webapp.support import RIGHT_0, WRONG_0, write_jsonl
-from webapp.runs.consumers import CLOSE_NOT_ALLOWED, CLOSE_TRY_AGAIN
+from webapp.runs.pages.consumers import CLOSE_NOT_ALLOWED, CLOSE_TRY_AGAIN
 from webapp.stack import Stack
 
 PASSWORD = "layer-down-password-123"

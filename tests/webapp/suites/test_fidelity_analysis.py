@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from evaluator.metrics import MetricError
-from webapp.suites.fidelity import (
+from webapp.suites.fidelity.analysis import (
     FAR_GAP,
     VariantScores,
     defect_candidates,

@@ -3,7 +3,7 @@ hostile text escaped."""
 
 from __future__ import annotations
 
-from webapp.suites.fidelity_selectors import MAX_WORDS, word_diff
+from webapp.suites.fidelity.selectors import MAX_WORDS, word_diff
 
 
 def test_marks_only_the_words_that_differ() -> None:

@@ -19,7 +19,7 @@ from django.utils.safestring import mark_safe
 
 from webapp.defects.scores import SCORES_PARAM, query_scores
 from webapp.defects.views import PARTIAL, defect_aware_context
-from webapp.runs.page_cache import key_of, run_timeout, shared
+from webapp.runs.reads.page_cache import key_of, run_timeout, shared
 
 register = template.Library()
 

@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
                 blank=True, null=True, on_delete=django.db.models.deletion.CASCADE,
                 related_name="reproductions", to="runs.run",
                 help_text="The run this one re-evaluates to check its verdicts; such runs are "
-                "kept out of lists and leaderboards (`webapp.runs.reproduce`).",
+                "kept out of lists and leaderboards (`webapp.runs.services.reproduce`).",
             ),
         ),
     ]

@@ -2,7 +2,7 @@
 worker's language; the runs already stored are judged again by the same rules.
 
 - Every stored run was evaluated before workers ran canaries, so each records that gap,
-  and none keeps the "verified" mark on that ground alone (`webapp.runs.verified`).
+  and none keeps the "verified" mark on that ground alone (`webapp.runs.reads.verified`).
 - A stored result that the machine caused rather than the program is no verdict: the
   JavaScript harness not found in the sandbox (a checkout under /tmp hidden by the
   sandbox's scratch), or a runtime folder bwrap could not reach (a private checkout).

@@ -1,5 +1,5 @@
 """The language check's parts, which workers of each language parse in their sandboxes
-(`webapp.runs.language_checks`)."""
+(`webapp.runs.upload_checks.language_checks`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A run that evaluates another run's samples on a plus test set (`webapp.runs.plus`)."""
+"""A run that evaluates another run's samples on a plus test set (`webapp.runs.services.plus`)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,6 @@ class Migration(migrations.Migration):
                 related_name="plus_runs", to="runs.run",
                 help_text="The run whose stored samples this one evaluates on a plus test set "
                           "(HumanEval+, HumanEval-X+), to show base beside plus "
-                          "(`webapp.runs.plus`)."),
+                          "(`webapp.runs.services.plus`)."),
         ),
     ]

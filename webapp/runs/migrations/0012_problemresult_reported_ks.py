@@ -1,6 +1,6 @@
 """A problem's stored pass@k keeps the reported k only (issue 26); rows from before are cut
 down to them. Nothing is lost: any k is computed from the row's n and c
-(`webapp.runs.problem_scores`), so going back needs no data either."""
+(`webapp.runs.domain.problem_scores`), so going back needs no data either."""
 
 from __future__ import annotations
 

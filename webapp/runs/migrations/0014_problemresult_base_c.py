@@ -1,6 +1,6 @@
 """A plus run's per-problem count of samples that passed every base test (issue 25), so its
 base and plus pass@k come from the same samples. Runs scored before have none, and their
-pairs show the base run's own score instead, labelled as such (`webapp.runs.plus`): nothing
+pairs show the base run's own score instead, labelled as such (`webapp.runs.services.plus`): nothing
 needs filling in."""
 
 from __future__ import annotations

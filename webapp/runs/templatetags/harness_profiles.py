@@ -7,8 +7,8 @@ from typing import Any
 from django import template
 
 from webapp.benchmarks.selectors import dataset_problems
-from webapp.runs.profile_reports import sample_profile_verdicts
-from webapp.runs.profile_views import profiles_section_context
+from webapp.runs.pages.profile_views import profiles_section_context
+from webapp.runs.reads.profile_reports import sample_profile_verdicts
 
 register = template.Library()
 

@@ -1,5 +1,5 @@
 """`{% shared_fragment "name" key timeout %}…{% endshared_fragment %}`: a part of a page kept
-in the shared page cache (`webapp.runs.page_cache`) under `key`, which the view builds from
+in the shared page cache (`webapp.runs.reads.page_cache`) under `key`, which the view builds from
 everything the part shows, for `timeout` seconds.
 
 Unlike Django's `{% cache %}`, a cache that fails only costs the drawing, and an empty key
@@ -13,7 +13,7 @@ from __future__ import annotations
 from django import template
 from django.template.base import FilterExpression, NodeList, Parser, Token
 
-from webapp.runs.page_cache import key_of, shared
+from webapp.runs.reads.page_cache import key_of, shared
 
 register = template.Library()
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from webapp.runs.plus import PlusPair, PlusScore, run_plus_context
+from webapp.runs.services.plus import PlusPair, PlusScore, run_plus_context
 
 register = template.Library()
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from django import template
 
-from webapp.runs.manifests import manifest_rows
-from webapp.runs.reproduce import reproduce_refusal, run_reproductions
+from webapp.runs.services.reproduce import reproduce_refusal, run_reproductions
+from webapp.runs.worker.manifests import manifest_rows
 
 register = template.Library()
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from webapp.runs.aggregation import finished_run_ids, run_digest_backfill
 from webapp.runs.models import Run
+from webapp.runs.worker.aggregation import finished_run_ids, run_digest_backfill
 
 BATCH_SIZE = 100
 

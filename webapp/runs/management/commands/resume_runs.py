@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from webapp.runs.recovery import runs_sweep
+from webapp.runs.worker.recovery import runs_sweep
 
 
 class Command(BaseCommand):

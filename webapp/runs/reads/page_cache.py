@@ -1,0 +1,129 @@
+"""A cache for the pages many people read at once: a run's page and the leaderboards.
+
+Nothing here is invalidated by hand. Each key holds a digest of what its entry was drawn
+from, so that an edit, a visibility change, a rescore, a run that finishes or a new
+defect registry gives a new key at once, and the old entry just ages out:
+
+- a run page's parts: every column of the run's row (a rescore or a resume rewrites its
+  status and times; an edit its name, team or visibility), its dataset's version and its
+  latest recorded change (a confirmed listing changes nothing else);
+- a leaderboard: the ids and state of exactly the runs in the viewer's scope, so two
+  viewers share an entry only when they may see the same runs, drawn the same way.
+
+Who is looking is never part of a shared entry: the permission decisions (may this viewer
+see the run, manage it) are made on every request, before a key is built, and a part
+that depends on them has them in its key.
+
+A run still going changes with every sample: its parts are kept for `LIVE_SECONDS`, all
+drawn from one snapshot, whose event number the page resumes from (the live feed sends
+what came after it). A cache that fails (Redis restarting) costs time, never an answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from django.core.cache import cache
+from django.db.models import Max
+from redis.exceptions import RedisError
+
+from webapp.runs.models import Run, RunChange
+from webapp.runs.reads.selectors import LAST_CHANGE
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+LIVE_SECONDS = 3
+"""How long a run still going keeps a page part: its live feed brings the rest."""
+FINISHED_SECONDS = 3600
+"""How long a finished run's part is kept unread (a new state has a new key anyway)."""
+
+LIVE_FIELDS = frozenset({
+    "done_count", "passed_count", "failed_count", "error_count", "compile_error_count",
+    "timeout_count", "memory_count", "sandbox_error_count", "cached_count", "chunks_done",
+    "event_seq", "lease_until", "dispatched_at", "manifest", "sandbox_backend",
+})
+"""What a run still going changes with every chunk: left out of its key, or nothing it
+draws would ever be read twice."""
+
+CACHE_ERRORS = (RedisError, OSError)
+UNREAD = object()
+
+
+def digest(parts: Iterable[object]) -> str:
+    return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()[:32]
+
+
+def run_row(run: Run) -> list[tuple[str, object]]:
+    """The run's row as loaded, but the columns a run still going changes all the time."""
+    return [(field.attname, getattr(run, field.attname)) for field in Run._meta.concrete_fields
+            if not (run.is_active and field.attname in LIVE_FIELDS)]
+
+
+def run_version(*, run: Run) -> str:
+    """What a run page's parts are drawn from: the run's row, its dataset's version and its
+    latest change. No query for a run read by `get_run_for_user`, else one."""
+    changed = getattr(run, LAST_CHANGE, UNREAD)  # read with the row (`get_run_for_user`)
+    if changed is UNREAD:
+        changed = RunChange.objects.filter(run_id=run.pk).aggregate(last=Max("pk"))["last"]
+    return digest([*run_row(run), run.dataset.version, changed])
+
+
+def run_timeout(run: Run) -> int:
+    return LIVE_SECONDS if run.is_active else FINISHED_SECONDS
+
+
+def _read(key: str) -> Any:
+    try:
+        return cache.get(key)
+    except CACHE_ERRORS as exc:
+        log.warning("page cache unavailable, drawing %s: %s", key, exc)
+        return None
+
+
+def _keep(key: str, value: object, timeout: int) -> None:
+    try:
+        cache.set(key, value, timeout)
+    except CACHE_ERRORS as exc:
+        log.warning("page cache unavailable, not keeping %s: %s", key, exc)
+
+
+_drawing: weakref.WeakValueDictionary[str, threading.Lock] = weakref.WeakValueDictionary()
+_drawing_lock = threading.Lock()
+
+
+def _lock_of(key: str) -> threading.Lock:
+    with _drawing_lock:
+        lock = _drawing.get(key)
+        if lock is None:
+            lock = _drawing[key] = threading.Lock()
+        return lock
+
+
+def shared(key: str, draw: Callable[[], T], *, timeout: int) -> T:
+    """The entry under `key`, drawn and kept for `timeout` seconds if there is none.
+
+    The requests of a process that want an entry being drawn wait for it rather than draw
+    it too: when a live run's entry expires, twenty viewers would otherwise each pay for
+    it at once."""
+    found = _read(key)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    lock = _lock_of(key)
+    with lock:
+        found = _read(key)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        value = draw()
+        _keep(key, value, timeout)
+    return value
+
+
+def key_of(name: str, *parts: Any) -> str:
+    return f"page:{name}:{digest(parts)}"
+
