@@ -29,7 +29,16 @@ from webapp.runs.domain.events import PassAtKValue
 from webapp.runs.forms import ConfirmForm, UploadForm
 from webapp.runs.models import SAMPLE_STATUSES, RunMetric, Sample
 from webapp.runs.reads import exports
-from webapp.runs.reads.page_cache import key_of, run_row, run_timeout, run_version, shared
+from webapp.runs.reads.page_cache import (
+    fragment_key,
+    key_of,
+    read_ahead,
+    reading_ahead,
+    run_row,
+    run_timeout,
+    run_version,
+    shared,
+)
 from webapp.runs.reads.reports import (
     PROBLEM_SHOWS,
     PROBLEM_SORTS,
@@ -173,9 +182,14 @@ def upload_cancel(request: SignedInRequest) -> HttpResponse:
 MAX_OVERLAYS = 8
 PROBLEMS_PER_PAGE = 50
 SAMPLES_PER_PAGE = 100
+RUN_PARTS = ("run-snapshot", "run-facts", "run-unstable", "run-lifecycle")
+"""The entries of a run page keyed by the run's state alone."""
+RUN_FRAGMENTS = ("glance", "nav", "sections")
+"""The parts `runs/run_detail.html` keeps under the page's key (`{% shared_fragment %}`)."""
 
 
 @handles_bad_query
+@reading_ahead
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run page. Who may see it and what the viewer may do are decided here on every
     request; the rest is drawn from the shared page cache (`webapp.runs.reads.page_cache`):
@@ -196,7 +210,11 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     picking = bool(overlays) or query_choice(params, "pick", ("overlays",)) == "overlays"
     version = run_version(run=run)
     timeout = run_timeout(run)
-    snapshot = shared(key_of("run-snapshot", run.pk, version), partial(run_snapshot, run=run),
+    # Each entry in one trip to the cache: those of the run's state now, those of the page
+    # once its key is known.
+    part_keys = {name: key_of(name, run.pk, version) for name in RUN_PARTS}
+    read_ahead(part_keys.values())
+    snapshot = shared(part_keys["run-snapshot"], partial(run_snapshot, run=run),
                       timeout=timeout)
     if run.is_active:
         # The page must show nothing older than the event number it resumes from: the run
@@ -207,6 +225,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     can_manage = run_can_manage(user=request.user, run=run)
     page_key = key_of("run-page", run.pk, version, snapshot["seq"], sorted(params.lists()),
                       [run_row(overlay) for overlay in overlays], can_manage)
+    read_ahead([key_of("run-charts", page_key),
+                *(fragment_key(name, page_key) for name in RUN_FRAGMENTS)])
     # A run still going shows its rows so far, which the page updates live.
     live_rows = snapshot["problems"] if run.is_active else None
 
@@ -245,11 +265,10 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "run": run,
         "page_key": page_key,
         "page_timeout": timeout,
-        "facts": shared(key_of("run-facts", run.pk, version), partial(run_facts, run=run),
-                        timeout=timeout),
+        "facts": shared(part_keys["run-facts"], partial(run_facts, run=run), timeout=timeout),
         "sanitizing": cache(partial(run_sanitizing, run=run)),
-        "unstable": shared(key_of("run-unstable", run.pk, version),
-                           partial(run_unstable_count, run=run), timeout=timeout),
+        "unstable": shared(part_keys["run-unstable"], partial(run_unstable_count, run=run),
+                           timeout=timeout),
         "unstable_url": samples_url(run, unstable="1"),
         "interruptions": run_interruptions(run=run),
         "snapshot": snapshot,
@@ -272,8 +291,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
                                if picking else []),
         "chart_data": shared(key_of("run-charts", page_key), chart_data, timeout=timeout),
         "can_manage": can_manage,
-        **shared(key_of("run-lifecycle", run.pk, version),
-                 partial(run_lifecycle_context, run=run), timeout=timeout),
+        **shared(part_keys["run-lifecycle"], partial(run_lifecycle_context, run=run),
+                 timeout=timeout),
         "live_config": {
             **run_live_config(run=run, snapshot=snapshot, table_k=problem_table_k(run),
                               watching=request.user.is_authenticated),

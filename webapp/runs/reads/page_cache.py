@@ -26,7 +26,9 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from contextvars import ContextVar
+from functools import wraps
+from typing import Any, ParamSpec, TypeVar
 
 from django.core.cache import cache
 from django.db.models import Max
@@ -36,6 +38,7 @@ from webapp.runs.models import Run, RunChange
 from webapp.runs.reads.selectors import LAST_CHANGE
 
 T = TypeVar("T")
+P = ParamSpec("P")
 log = logging.getLogger(__name__)
 
 LIVE_SECONDS = 3
@@ -93,6 +96,53 @@ def _keep(key: str, value: object, timeout: int) -> None:
         log.warning("page cache unavailable, not keeping %s: %s", key, exc)
 
 
+def _read_many(keys: list[str]) -> dict[str, Any]:
+    try:
+        return cache.get_many(keys)
+    except CACHE_ERRORS as exc:
+        log.warning("page cache unavailable, drawing %d entries: %s", len(keys), exc)
+        return {}
+
+
+_read_early: ContextVar[dict[str, Any] | None] = ContextVar("page_cache_read_early",
+                                                            default=None)
+"""The entries `read_ahead` found, for the request under way (`reading_ahead`)."""
+
+
+def reading_ahead(view: Callable[P, T]) -> Callable[P, T]:
+    """Let `view` read its entries ahead (`read_ahead`); what it read is forgotten when it
+    returns. A pool thread serves request after request in one context, so the entries
+    must not outlive the request that read them."""
+
+    @wraps(view)
+    def scoped(*args: P.args, **kwargs: P.kwargs) -> T:
+        token = _read_early.set({})
+        try:
+            return view(*args, **kwargs)
+        finally:
+            _read_early.reset(token)
+
+    return scoped
+
+
+def read_ahead(keys: Iterable[str]) -> None:
+    """Read the entries under `keys` in one round trip, for `shared` to take from here for
+    the rest of the request: a page that reads several entries (and the fragments its
+    template keeps) pays one trip to the cache, not one each. Outside `reading_ahead`
+    nothing is read."""
+    early = _read_early.get()
+    if early is None:
+        return
+    wanted = [key for key in keys if key not in early]
+    if wanted:
+        early.update(_read_many(wanted))
+
+
+def fragment_key(name: object, key: object) -> str:
+    """The key of a template's `{% shared_fragment name key %}` part."""
+    return key_of("fragment", name, key)
+
+
 _drawing: weakref.WeakValueDictionary[str, threading.Lock] = weakref.WeakValueDictionary()
 _drawing_lock = threading.Lock()
 
@@ -111,7 +161,10 @@ def shared(key: str, draw: Callable[[], T], *, timeout: int) -> T:
     The requests of a process that want an entry being drawn wait for it rather than draw
     it too: when a live run's entry expires, twenty viewers would otherwise each pay for
     it at once."""
-    found = _read(key)
+    early = _read_early.get()
+    found = early.get(key) if early is not None else None
+    if found is None:
+        found = _read(key)
     if found is not None:
         return found  # type: ignore[no-any-return]
     lock = _lock_of(key)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from django import template
 from django.template.base import FilterExpression, NodeList, Parser, Token
 
-from webapp.runs.reads.page_cache import key_of, shared
+from webapp.runs.reads.page_cache import fragment_key, shared
 
 register = template.Library()
 
@@ -30,7 +30,7 @@ class SharedFragment(template.Node):
         key = self.key.resolve(context)
         if not key:
             return self.nodelist.render(context)
-        return shared(key_of("fragment", self.name.resolve(context), key),
+        return shared(fragment_key(self.name.resolve(context), key),
                       lambda: self.nodelist.render(context),
                       timeout=int(self.timeout.resolve(context)))
 
