@@ -163,11 +163,12 @@ def leaderboard_state(*, runs: QuerySet[Run]) -> str:
 
 
 def leaderboard_drawn(*, runs: QuerySet[Run], sort: str = "", descending: bool = True,
-                      scores: str = "original", metric: str = ANY_OF_K
+                      scores: str = "original", metric: str = ANY_OF_K, state: str = ""
                       ) -> tuple[Leaderboard, LeaderboardRuns]:
     """The board of `runs` (those the viewer may see, in the board's scope) and the runs
     behind it, from the shared page cache: its key holds exactly the runs in scope, so
-    viewers share a board only when they may see the same runs."""
+    viewers share a board only when they may see the same runs. `state`: the runs'
+    `leaderboard_state`, when the caller has read it already."""
 
     def draw() -> tuple[Leaderboard, LeaderboardRuns]:
         chosen = leaderboard_runs(runs=runs)
@@ -176,7 +177,8 @@ def leaderboard_drawn(*, runs: QuerySet[Run], sort: str = "", descending: bool =
         mark_verification(board, chosen)
         return board, chosen
 
-    key = key_of("leaderboard", leaderboard_state(runs=runs), sort, descending, scores, metric)
+    key = key_of("leaderboard", state or leaderboard_state(runs=runs), sort, descending,
+                 scores, metric)
     return shared(key, draw, timeout=FINISHED_SECONDS)
 
 
