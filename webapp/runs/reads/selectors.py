@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import BooleanField, CharField, Count, IntegerField, Q, QuerySet
 from django.db.models.expressions import RawSQL
+from django.db.models.query import RelatedPopulator, get_related_populators
+from django.db.models.sql.compiler import SQLCompiler
 from django.http import Http404
 
 from evaluator.metrics import ALL_OF_K
@@ -84,15 +89,102 @@ def get_run_for_user(*, user: Viewer, run_id: int) -> Run:
 
     Every view, API endpoint and websocket consumer that touches a run goes through here.
     """
-    # The profile comparison rides along: the run page and its status answers draw it.
-    run = (Run.objects.select_related("dataset", "team", "owner", "profile_comparison")
-           .annotate(**run_facts_of(user=user)).filter(pk=run_id).first())
+    run = read_run_row(user=user, run_id=run_id)
     if run is None:
         raise Http404("No such run")
     keep_role(user=user, team_id=run.team_id, role=getattr(run, VIEWER_ROLE, None))
     if not may_see_run(user=user, run=run):
         raise Http404("No such run")
     return run
+
+
+def run_row_query(*, user: Viewer, run_id: int) -> QuerySet[Run]:
+    """The run's row as its pages read it: with its dataset, team, owner and profile
+    comparison (the run page and its status answers draw it), and `run_facts_of`."""
+    return (Run.objects.select_related("dataset", "team", "owner", "profile_comparison")
+            .annotate(**run_facts_of(user=user)).filter(pk=run_id))
+
+
+RUN_ID_MARK = -7_301_011
+VIEWER_ID_MARK = -7_301_012
+"""Values no row has, put in the query that is compiled once, to find where the run's and
+the viewer's ids go among its parameters."""
+
+
+@dataclass(frozen=True)
+class RunRowPlan:
+    """`run_row_query` compiled once, and how to read its answer."""
+
+    compiler: SQLCompiler
+    sql: str
+    params: tuple[Any, ...]
+    run_id_at: int
+    viewer_id_at: int | None
+    related: list[RelatedPopulator]
+    """What sets the dataset, team, owner and profile comparison from a row (read only)."""
+
+
+_plans = threading.local()
+
+
+def run_row_plan(*, authenticated: bool, using: str = DEFAULT_DB_ALIAS) -> RunRowPlan | None:
+    """The compiled `run_row_query` for a signed-in viewer or not, made once per thread
+    (its compiler holds the thread's connection); None where it cannot be reused."""
+    plans: dict[tuple[str, bool], RunRowPlan | None] = _plans.__dict__.setdefault("plans", {})
+    key = (using, authenticated)
+    if key not in plans:
+        viewer: Viewer = AnonymousUser()
+        if authenticated:
+            viewer = User(pk=VIEWER_ID_MARK)
+        query = run_row_query(user=viewer, run_id=RUN_ID_MARK).query
+        compiler = query.get_compiler(using=using)
+        sql, params = compiler.as_sql()
+        marks = [RUN_ID_MARK, VIEWER_ID_MARK] if authenticated else [RUN_ID_MARK]
+        plan = None
+        if (not compiler.has_extra_select
+                and all(list(params).count(mark) == 1 for mark in marks)):
+            assert compiler.klass_info is not None
+            # Django 5.2's signature; its type stubs already have 6.0's `fetch_mode`.
+            related = get_related_populators(  # type: ignore[call-arg]
+                compiler.klass_info, compiler.select, using)
+            plan = RunRowPlan(compiler=compiler, sql=sql, params=tuple(params),
+                              run_id_at=params.index(RUN_ID_MARK),
+                              viewer_id_at=(params.index(VIEWER_ID_MARK) if authenticated
+                                            else None),
+                              related=related)
+        plans[key] = plan
+    return plans[key]
+
+
+def read_run_row(*, user: Viewer, run_id: int, using: str = DEFAULT_DB_ALIAS) -> Run | None:
+    """`run_row_query`'s run, or None. The query is the same on every request but for the
+    two ids, and Django builds and compiles it again each time, which cost more CPU than
+    running it: so it is compiled once (`run_row_plan`) and its rows are made into the run
+    and its related rows as Django's model iterator does."""
+    plan = run_row_plan(authenticated=user.is_authenticated, using=using)
+    if plan is None:
+        return run_row_query(user=user, run_id=run_id).first()
+    params = list(plan.params)
+    params[plan.run_id_at] = run_id
+    if plan.viewer_id_at is not None:
+        params[plan.viewer_id_at] = user.pk
+    with connections[using].cursor() as cursor:
+        cursor.execute(plan.sql, params)
+        rows = cursor.fetchall()
+    compiler = plan.compiler
+    select, klass_info = compiler.select, compiler.klass_info
+    assert klass_info is not None
+    columns = klass_info["select_fields"]
+    start, end = columns[0], columns[-1] + 1
+    names = [column[0].target.attname for column in select[start:end]]
+    for row in compiler.results_iter([rows]):
+        run = Run.from_db(using, names, row[start:end])
+        for related in plan.related:
+            related.populate(row, run)
+        for name, position in compiler.annotation_col_map.items():
+            setattr(run, name, row[position])
+        return run
+    return None
 
 
 LAST_CHANGE = "last_change_id"
