@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
@@ -17,6 +15,7 @@ from webapp.defects.scores import SCORES_PARAM, WAYS, query_scores, run_three_wa
 from webapp.defects.services import patched_scoring_request
 from webapp.query_params import handles_bad_query
 from webapp.runs.models import Run
+from webapp.runs.pages.run_actions import act_on_run
 from webapp.runs.reads.reports import run_reported_ks
 from webapp.runs.reads.selectors import get_run_for_user, run_can_manage
 from webapp.teams.signed_in import SignedInRequest
@@ -61,14 +60,9 @@ def run_defect_scores_status(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def run_patched_compute(request: SignedInRequest, run_id: int) -> HttpResponse:
-    run = get_run_for_user(user=request.user, run_id=run_id)
-    try:
-        patched_scoring_request(user=request.user, run=run)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, "The patched problems' samples are being run again; the "
-                                  "scores below follow it.")
+    run = act_on_run(request, run_id, patched_scoring_request,
+                     started="The patched problems' samples are being run again; the scores "
+                             "below follow it.")
     scores = request.POST.get(SCORES_PARAM, "")
     suffix = f"?{SCORES_PARAM}={scores}" if scores in WAYS and scores != "original" else ""
     return redirect(f"{run.get_absolute_url()}{suffix}#defect-aware")

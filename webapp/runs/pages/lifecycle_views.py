@@ -20,6 +20,7 @@ from webapp.query_params import BadQuery, query_flag
 from webapp.runs.forms import RunEditForm
 from webapp.runs.models import Run
 from webapp.runs.pages import views
+from webapp.runs.pages.run_actions import act_on_run
 from webapp.runs.reads.selectors import get_run_for_user, run_can_manage
 from webapp.runs.services.lifecycle import (
     MANAGE_DENIED,
@@ -154,11 +155,6 @@ def cancel(request: SignedInRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def resume(request: SignedInRequest, run_id: int) -> HttpResponse:
-    run = get_run_for_user(user=request.user, run_id=run_id)
-    try:
-        run_resume(user=request.user, run=run)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, "The run is resuming: what it had evaluated is kept.")
+    run = act_on_run(request, run_id, run_resume,
+                     started="The run is resuming: what it had evaluated is kept.")
     return redirect(run)

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -15,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evaluator.profiles import PROFILES
 from webapp.runs.models import Run
+from webapp.runs.pages.run_actions import act_on_run
 from webapp.runs.reads.profile_reports import profile_entries, run_profiles_section
 from webapp.runs.reads.selectors import Viewer, get_run_for_user, run_can_manage
 from webapp.runs.worker.profile_comparison import profile_comparison_request
@@ -63,12 +62,7 @@ def run_profiles_status(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def run_profiles_compare(request: SignedInRequest, run_id: int) -> HttpResponse:
-    run = get_run_for_user(user=request.user, run_id=run_id)
-    try:
-        profile_comparison_request(user=request.user, run=run)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, "The harness profiles are being compared; the section "
-                                  "below follows it.")
+    run = act_on_run(request, run_id, profile_comparison_request,
+                     started="The harness profiles are being compared; the section below "
+                             "follows it.")
     return redirect(f"{run.get_absolute_url()}#harness-profiles")
