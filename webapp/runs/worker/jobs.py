@@ -14,7 +14,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -29,6 +29,18 @@ from webapp.runs.worker.leases import Heartbeat, lease_end
 logger = logging.getLogger(__name__)
 
 ERROR_LENGTH = 5000
+
+
+class TaskLimits(TypedDict):
+    soft_time_limit: int
+    time_limit: int
+
+
+CHUNK_TASK_LIMITS = TaskLimits(soft_time_limit=settings.CHUNK_TIME_LIMIT,
+                               time_limit=settings.CHUNK_TIME_LIMIT + 30)
+"""The time limits of a task that may work as long as a chunk (a chunk, a job): the soft
+limit raises inside the task (`job_run` stores why), the hard one ends the worker process
+30 s later."""
 
 
 def job_claim(job: QuerySet[Any], **reset: Any) -> str | None:

@@ -6,7 +6,6 @@ from typing import Any
 
 from celery import Task, shared_task
 from celery.signals import worker_process_shutdown
-from django.conf import settings
 from django.db import transaction
 
 from evaluator.language_check import close_sandboxed_parsers
@@ -25,6 +24,7 @@ from webapp.runs.upload_checks.language_checks import language_check_part_run
 from webapp.runs.worker.aggregation import run_finalize
 from webapp.runs.worker.engines import engines_close
 from webapp.runs.worker.execution import WORKER_NAME, chunk_evaluate, run_fan_out
+from webapp.runs.worker.jobs import CHUNK_TASK_LIMITS
 from webapp.runs.worker.profile_comparison import profile_comparison_run
 from webapp.runs.worker.recovery import runs_sweep
 
@@ -35,14 +35,8 @@ def evaluate_run(run_id: int) -> None:
     run_fan_out(run_id=run_id)
 
 
-@shared_task(
-    name=EVALUATE_CHUNK,
-    bind=True,
-    acks_late=True,
-    max_retries=None,
-    soft_time_limit=settings.CHUNK_TIME_LIMIT,
-    time_limit=settings.CHUNK_TIME_LIMIT + 30,
-)
+@shared_task(name=EVALUATE_CHUNK, bind=True, acks_late=True, max_retries=None,
+             **CHUNK_TASK_LIMITS)
 def evaluate_chunk(self: Task[[int], str], chunk_id: int) -> str:
     outcome = chunk_evaluate(chunk_id=chunk_id, worker=self.request.hostname or WORKER_NAME)
     if outcome.state == "retry":
@@ -60,12 +54,7 @@ def finalize_run(run_id: int) -> None:
     run_finalize(run_id=run_id)
 
 
-@shared_task(
-    name=COMPARE_PROFILES,
-    acks_late=True,
-    soft_time_limit=settings.CHUNK_TIME_LIMIT,
-    time_limit=settings.CHUNK_TIME_LIMIT + 30,
-)
+@shared_task(name=COMPARE_PROFILES, acks_late=True, **CHUNK_TASK_LIMITS)
 def compare_profiles(comparison_id: int) -> str:
     """Re-score a finished run under every harness profile."""
     return profile_comparison_run(comparison_id=comparison_id)
