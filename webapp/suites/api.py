@@ -110,12 +110,7 @@ def suites_add_runs(request: SignedInRequest, suite_id: int) -> HttpResponse:
         return _invalid("Some fields are invalid.", form.errors.get_json_data())
     if errors:
         return _invalid(" ".join(errors), {"file": errors})
-    data = form.cleaned_data
-    outcome = suite_upload(user=request.user, suite=suite, files=files,
-                           sanitize=data["sanitize"], profile=data["profile"],
-                           allow_language_mismatch=data["allow_language_mismatch"],
-                           dry_run=data["dry_run"],
-                           confirm_variants=data["confirm_variants"])
+    outcome = suite_upload(user=request.user, suite=suite, files=files, **form.options())
     body = {"suite": suite.pk, "created": outcome.created, "errors": outcome.errors,
             "files": [item.to_dict() for item in outcome.files]}
     if not outcome.ok:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django import forms
 from django.contrib.auth.models import User
@@ -63,6 +63,16 @@ class SuiteForm(forms.Form):
     clean_visibility = UploadForm.clean_visibility
 
 
+class SuiteUploadOptions(TypedDict):
+    """The options of `suite_upload`, as the upload page and the API give them."""
+
+    sanitize: bool | None
+    profile: str
+    allow_language_mismatch: bool
+    dry_run: bool
+    confirm_variants: bool
+
+
 class SuiteUploadForm(forms.Form):
     """The options every file of a multi-file upload shares. The files and their variants
     come as repeated `file` and `dataset` fields, paired in order (`paired_files`)."""
@@ -94,6 +104,14 @@ class SuiteUploadForm(forms.Form):
         if self.api and "sanitize" not in self.data:
             return None
         return bool(self.cleaned_data.get("sanitize"))
+
+    def options(self) -> SuiteUploadOptions:
+        """The cleaned options (call after `is_valid`)."""
+        data = self.cleaned_data
+        return SuiteUploadOptions(
+            sanitize=data["sanitize"], profile=data["profile"],
+            allow_language_mismatch=data["allow_language_mismatch"], dry_run=data["dry_run"],
+            confirm_variants=data["confirm_variants"])
 
 
 def dataset_choices() -> list[tuple[str, str]]:

@@ -157,12 +157,7 @@ def upload(request: SignedInRequest, suite_id: int) -> HttpResponse:
     files, errors = paired_files(request.POST, request.FILES)
     if not form.is_valid() or errors:
         return _upload_page(request, suite_id, form=form, errors=errors, status=400)
-    data = form.cleaned_data
-    outcome = suite_upload(user=request.user, suite=suite, files=files,
-                           sanitize=data["sanitize"], profile=data["profile"],
-                           allow_language_mismatch=data["allow_language_mismatch"],
-                           dry_run=data["dry_run"],
-                           confirm_variants=data["confirm_variants"])
+    outcome = suite_upload(user=request.user, suite=suite, files=files, **form.options())
     if not outcome.ok:
         return _upload_page(request, suite_id, form=form, outcome=outcome, status=400)
     if not outcome.created:
