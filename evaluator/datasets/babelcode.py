@@ -62,16 +62,8 @@ def load_babelcode(path: Path, *, max_expanded_bytes: int | None = None,
     unused = sorted(set(fixed) - known, key=_numeric)
     if unused:
         raise DatasetError(f"{fixes}: fixes for ids {unused}, which {path} does not have")
-    return Dataset(
-        name="babelcode",
-        version=source.version,
-        language="python",
-        natural_language="en",
-        layout="babelcode",
-        source=str(path),
-        problems=problems,
-        variant="" if fixes is not None else "unfixed",
-    )
+    return source.dataset(layout="babelcode", language="python", natural_language="en",
+                          problems=problems, variant="" if fixes is not None else "unfixed")
 
 
 def _numeric(value: str) -> tuple[int, str]:

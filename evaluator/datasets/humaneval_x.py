@@ -34,16 +34,8 @@ def load_humaneval_x(path: Path, *, max_expanded_bytes: int | None = None) -> Da
     languages = {p.language for p in problems}
     if len(languages) != 1:
         raise DatasetError(f"{path}: records mix programming languages {sorted(languages)}")
-    return Dataset(
-        name="humaneval-x",
-        version=source.version,
-        language=languages.pop(),
-        natural_language="en",
-        layout="humaneval-x",
-        source=str(path),
-        problems=problems,
-        variant=_plus_variant(problems),
-    )
+    return source.dataset(layout="humaneval-x", language=languages.pop(), natural_language="en",
+                          problems=problems, variant=_plus_variant(problems))
 
 
 def _plus_variant(problems: tuple[Problem, ...]) -> str:

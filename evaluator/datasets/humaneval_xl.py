@@ -61,15 +61,8 @@ def load_humaneval_xl(path: Path, *, max_expanded_bytes: int | None = None) -> D
         _problem(record, source, language, human_language, number, how)
         for record, number in zip(records, aligned, strict=True)
     )
-    return Dataset(
-        name="humaneval-xl",
-        version=source.version,
-        language=language,
-        natural_language=human_language,
-        layout="humaneval-xl",
-        source=str(path),
-        problems=problems,
-    )
+    return source.dataset(layout="humaneval-xl", language=language,
+                          natural_language=human_language, problems=problems)
 
 
 def _first(records: tuple[SourceRecord, ...], key: str) -> str:

@@ -50,13 +50,11 @@ def load_humanevalplus(path: Path, *, max_expanded_bytes: int | None = None) -> 
     source = read_path(path, max_expanded_bytes=max_expanded_bytes)
     problems = tuple(_problem(record, source) for record in source.records)
     of = _variant_of(problems)
-    return Dataset(
+    return source.dataset(
+        layout="humanevalplus",
         name=of.get("of", "humanevalplus"),
-        version=source.version,
         language="python",
         natural_language=of.get("natural_language", "en"),
-        layout="humanevalplus",
-        source=str(path),
         problems=problems,
         variant=_plus_variant(of) if of else _variant(path, problems),
     )

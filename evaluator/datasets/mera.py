@@ -32,15 +32,8 @@ def is_mera_file(path: Path) -> bool:
 
 def load_mera(path: Path, *, max_expanded_bytes: int | None = None) -> Dataset:
     source = read_path(path, max_expanded_bytes=max_expanded_bytes)
-    return Dataset(
-        name="mera-ruhumaneval",
-        version=source.version,
-        language="python",
-        natural_language="ru",
-        layout="mera-ruhumaneval",
-        source=str(path),
-        problems=tuple(_problem(record, source) for record in source.records),
-    )
+    return source.dataset(layout="mera-ruhumaneval", language="python", natural_language="ru",
+                          problems=tuple(_problem(record, source) for record in source.records))
 
 
 def _problem(record: SourceRecord, source: SourceFile) -> Problem:

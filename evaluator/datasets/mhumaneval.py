@@ -48,16 +48,8 @@ def load_mhumaneval(path: Path, *, max_expanded_bytes: int | None = None) -> Dat
         )
     variant = "machine" if machine or (not expert and first.has("task_id")) else "expert"
     problems = tuple(_problem(record, source, human_language, variant) for record in source.records)
-    return Dataset(
-        name="mhumaneval",
-        version=source.version,
-        language=language,
-        natural_language=human_language,
-        layout="mhumaneval",
-        source=str(path),
-        problems=problems,
-        variant=variant,
-    )
+    return source.dataset(layout="mhumaneval", language=language,
+                          natural_language=human_language, problems=problems, variant=variant)
 
 
 def _problem(

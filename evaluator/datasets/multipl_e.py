@@ -35,15 +35,8 @@ def load_multipl_e(path: Path, *, max_expanded_bytes: int | None = None) -> Data
         named.group("language") if named else source.records[0].text("language")
     )
     problems = tuple(_problem(record, source, language) for record in source.records)
-    return Dataset(
-        name="multipl-e",
-        version=source.version,
-        language=language,
-        natural_language="en",
-        layout="multipl-e",
-        source=str(path),
-        problems=problems,
-    )
+    return source.dataset(layout="multipl-e", language=language, natural_language="en",
+                          problems=problems)
 
 
 def _problem(record: SourceRecord, source: SourceFile, language: str) -> Problem:

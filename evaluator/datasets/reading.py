@@ -20,18 +20,20 @@ import math
 import re
 import zlib
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from evaluator.datasets.dataset import DatasetError
+from evaluator.datasets.dataset import Dataset, DatasetError
 from evaluator.gzip_limit import (
     DEFAULT_MAX_EXPANDED_BYTES,
     GZIP_MAGIC,
     ExpansionLimitExceeded,
     LimitedGzipReader,
 )
+from evaluator.records import Problem
 from evaluator.surrogates import find_lone_surrogate
 
 MAX_DECOMPRESSED_BYTES = DEFAULT_MAX_EXPANDED_BYTES
@@ -94,6 +96,15 @@ class SourceFile:
     """The path as given, or `package:<name>/<resource>`."""
     version: str
     records: tuple[SourceRecord, ...]
+
+    def dataset(self, *, layout: str, language: str, natural_language: str,
+                problems: tuple[Problem, ...], name: str | None = None,
+                variant: str = "") -> Dataset:
+        """The dataset the loader of `layout` read from this file: it carries the file's
+        version and origin, and is named for the layout unless `name` says otherwise."""
+        return Dataset(name=layout if name is None else name, version=self.version,
+                       language=language, natural_language=natural_language, layout=layout,
+                       source=self.origin, problems=problems, variant=variant)
 
 
 def _is_junk_column(key: str, value: Any) -> bool:
@@ -193,20 +204,31 @@ def _is_wrapper_line(line: str) -> bool:
     return isinstance(value, dict) and set(value) == {"data"}
 
 
+@contextmanager
+def _json_errors(origin: str, *, first_line: int = 1, value_line: int = 0) -> Iterator[None]:
+    """Turns the JSON decoder's errors into `DatasetError`s that name the line: a syntax
+    error's own line, counted from `first_line` (the line the parsed text starts on), and
+    for nesting too deep, `value_line` (the line the value starts on; 0: unknown)."""
+    try:
+        yield
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"{origin}:{first_line + exc.lineno - 1}: invalid JSON: {exc.msg} "
+            f"(column {exc.colno})"
+        ) from None
+    except RecursionError:
+        where = f"{origin}:{value_line}" if value_line else origin
+        raise DatasetError(f"{where}: JSON nested too deeply") from None
+
+
 def _line_records(text: str, origin: str) -> Iterator[SourceRecord]:
     index = 0
     # Split on "\n" only: str.splitlines would also split on U+2028 inside strings.
     for number, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
-        try:
+        with _json_errors(origin, first_line=number, value_line=number):
             value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"{origin}:{number}: invalid JSON: {exc.msg} (column {exc.colno})"
-            ) from None
-        except RecursionError:
-            raise DatasetError(f"{origin}:{number}: JSON nested too deeply") from None
         yield _record(value, origin, number, index, f"{origin}:{number}")
         index += 1
 
@@ -220,14 +242,8 @@ def _array_records(text: str, start: int, origin: str) -> Iterator[SourceRecord]
     if text.startswith("]", pos):
         return
     while True:
-        try:
+        with _json_errors(origin, value_line=line):
             value, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"{origin}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})"
-            ) from None
-        except RecursionError:
-            raise DatasetError(f"{origin}:{line}: JSON nested too deeply") from None
         yield _record(value, origin, line, index, f"{origin}:{line}")
         index += 1
         after = _skip_space(text, end)
@@ -247,14 +263,8 @@ def _array_records(text: str, start: int, origin: str) -> Iterator[SourceRecord]
 
 
 def _wrapped_records(text: str, origin: str) -> Iterator[SourceRecord]:
-    try:
+    with _json_errors(origin):
         document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(
-            f"{origin}:{exc.lineno}: invalid JSON: {exc.msg} (column {exc.colno})"
-        ) from None
-    except RecursionError:
-        raise DatasetError(f"{origin}: JSON nested too deeply") from None
     splits = document.get("data") if isinstance(document, dict) else None
     if not isinstance(splits, dict) or not all(isinstance(v, list) for v in splits.values()):
         raise DatasetError(
