@@ -54,6 +54,15 @@ def load_average() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def report_target(summary: str, median_ms: float, target_ms: float) -> None:
+    """Print the load average, then `summary` with whether `median_ms` meets the target;
+    exit with status 1 when it does not, so a script that runs the benchmark sees it."""
+    print(f"load average after: {load_average()}")
+    print(f"{summary} · target {target_ms:.0f} ms: {'ok' if median_ms < target_ms else 'OVER'}")
+    if median_ms >= target_ms:
+        raise SystemExit(1)
+
+
 def configure_django(work: Path, database: str) -> None:
     """Point Django at a database and var folder of the benchmark's own under `work`, with
     eager Celery and no Redis, before `django.setup()`."""

@@ -25,7 +25,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.common import bench_user, load_average, page_times, start_page_bench, store_verdicts  # noqa: E402
+from bench.common import bench_user, page_times, report_target, start_page_bench, store_verdicts  # noqa: E402
 
 TARGET_MS = 500.0
 SAMPLES = 100
@@ -93,12 +93,9 @@ def main() -> None:
     path = "/compare/many/?runs=" + ",".join(str(run.pk) for run in runs)
     _, times = page_times(path, args.repeats)
     median = statistics.median(times)
-    print(f"load average after: {load_average()}")
     print(f"{len(runs)} runs x 164 problems x {SAMPLES} samples · {path}")
-    print(f"server time: median {median:.1f} ms, max {max(times):.1f} ms over {args.repeats} "
-          f"requests · target {TARGET_MS:.0f} ms: {'ok' if median < TARGET_MS else 'OVER'}")
-    if median >= TARGET_MS:
-        raise SystemExit(1)
+    report_target(f"server time: median {median:.1f} ms, max {max(times):.1f} ms over "
+                  f"{args.repeats} requests", median, TARGET_MS)
 
 
 if __name__ == "__main__":
