@@ -61,7 +61,7 @@ from bench.webapp_bench import (  # noqa: E402
     wait_finished,
 )
 from tests.webapp.services.live_stack import add_user, api  # noqa: E402
-from webapp.stack import Stack, free_port  # noqa: E402
+from webapp.stack import Stack, free_port, process_files, process_stats  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -84,28 +84,14 @@ def cpu_seconds(match: re.Pattern[str], *, with_ended_children: bool = False) ->
     """User + system CPU seconds of every live process whose command line matches (and of
     their ended children, when asked)."""
     total = 0.0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            raw = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
+    for pid, raw in process_files("cmdline"):
         if match.search(raw.replace(b"\0", b" ").decode(errors="replace")):
-            total += process_cpu(int(entry.name), with_ended_children=with_ended_children)
+            total += process_cpu(pid, with_ended_children=with_ended_children)
     return total
 
 
 def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            stat = entry.read_text()
-        except OSError:
-            continue
-        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
-            found.append(int(entry.parent.name))
-    return found
+    return [child for child, fields in process_stats() if int(fields[1]) == pid]
 
 
 POSTGRES = re.compile(r"^postgres[: ]")

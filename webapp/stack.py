@@ -274,21 +274,30 @@ class Stack:
             time.sleep(0.5)
 
 
-def group_members(group: int) -> list[int]:
-    """Live (not zombie) processes of a process group, from /proc."""
-    members = []
+def process_files(name: str) -> Iterator[tuple[int, bytes]]:
+    """The pid and the bytes of `/proc/<pid>/<name>` of each process; one that is gone by
+    the time its file is read is left out."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            data = (entry / name).read_bytes()
         except OSError:
-            continue  # gone meanwhile
-        # pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
-        fields = stat[stat.rindex(")") + 2:].split()
-        if fields[0] != "Z" and int(fields[2]) == group:
-            members.append(int(entry.name))
-    return members
+            continue
+        yield int(entry.name), data
+
+
+def process_stats() -> Iterator[tuple[int, list[str]]]:
+    """The pid of each process and the fields of its `/proc/<pid>/stat` that follow the
+    command name (state, ppid, pgrp, ...), a name that may hold spaces and parentheses."""
+    for pid, data in process_files("stat"):
+        stat = data.decode()
+        yield pid, stat[stat.rindex(")") + 2:].split()
+
+
+def group_members(group: int) -> list[int]:
+    """Live (not zombie) processes of a process group, from /proc."""
+    return [pid for pid, fields in process_stats() if fields[0] != "Z" and int(fields[2]) == group]
 
 
 def _wait_until_group_gone(group: int, *, deadline: float) -> None:
