@@ -51,6 +51,20 @@ def own_path(controller: str) -> str | None:
     return None
 
 
+def _keyed_value(path: Path, key: str) -> int | None:
+    """The number after `key` in a cgroup file of `key value` lines (`memory.events`,
+    `cpu.stat`...); None when the file cannot be read or has no such line."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return int(value)
+    return None
+
+
 class SandboxCgroup:
     """The memory and pids groups of one runner."""
 
@@ -86,14 +100,9 @@ class SandboxCgroup:
             mount = CGROUP_ROOT / controller
             if own is None or not (mount / "cgroup.procs").exists():
                 continue
-            parent = mount / own.lstrip("/")
-            _remove_stale(parent)
-            path = parent / name
-            try:
-                path.mkdir()
-            except OSError:
-                continue
-            dirs[controller] = path
+            path = _new_group(mount / own.lstrip("/"), name)
+            if path is not None:
+                dirs[controller] = path
         if "memory" not in dirs or "pids" not in dirs:
             # Half a cgroup would silently leave one limit to the rlimits: all or nothing.
             SandboxCgroup(dirs, 1).remove()
@@ -102,10 +111,8 @@ class SandboxCgroup:
         own = own_path("cpuacct")
         mount = CGROUP_ROOT / "cpuacct"
         if own is not None and (mount / "cpuacct.usage").exists():
-            path = mount / own.lstrip("/") / name
-            with contextlib.suppress(OSError):
-                _remove_stale(path.parent)
-                path.mkdir()
+            path = _new_group(mount / own.lstrip("/"), name)
+            if path is not None:
                 dirs["cpuacct"] = path
         return cls(dirs, 1)
 
@@ -114,12 +121,8 @@ class SandboxCgroup:
         own = own_path("")
         if own is None:
             return None
-        parent = CGROUP_ROOT / own.lstrip("/")
-        _remove_stale(parent)
-        path = parent / name
-        try:
-            path.mkdir()
-        except OSError:
+        path = _new_group(CGROUP_ROOT / own.lstrip("/"), name)
+        if path is None:
             return None
         if not (path / "memory.max").exists() or not (path / "pids.max").exists():
             with contextlib.suppress(OSError):
@@ -158,27 +161,11 @@ class SandboxCgroup:
     def oom_kills(self) -> int:
         """How many processes the kernel has killed in this group for want of memory."""
         name = "memory.events" if self.version == 2 else "memory.oom_control"
-        try:
-            text = (self.dirs["memory"] / name).read_text()
-        except OSError:
-            return 0
-        for line in text.splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill":
-                return int(value)
-        return 0
+        return _keyed_value(self.dirs["memory"] / name, "oom_kill") or 0
 
     def pids_refused(self) -> int:
         """How many forks the pids limit has refused."""
-        try:
-            text = (self.dirs["pids"] / "pids.events").read_text()
-        except OSError:
-            return 0
-        for line in text.splitlines():
-            key, _, value = line.partition(" ")
-            if key == "max":
-                return int(value)
-        return 0
+        return _keyed_value(self.dirs["pids"] / "pids.events", "max") or 0
 
     def cpu_usage_ns(self) -> int | None:
         """CPU time, user and system, that every process of the group has used so far, as
@@ -186,11 +173,8 @@ class SandboxCgroup:
         None when the group has no CPU accounting."""
         try:
             if self.version == 2:
-                for line in (self.dirs["memory"] / "cpu.stat").read_text().splitlines():
-                    key, _, value = line.partition(" ")
-                    if key == "usage_usec":
-                        return int(value) * 1000
-                return None
+                usec = _keyed_value(self.dirs["memory"] / "cpu.stat", "usage_usec")
+                return None if usec is None else usec * 1000
             if "cpuacct" not in self.dirs:
                 return None
             return int((self.dirs["cpuacct"] / "cpuacct.usage").read_text())
@@ -250,6 +234,18 @@ class SandboxCgroup:
                 except OSError:
                     # Killed processes leave the group a moment after they die.
                     time.sleep(0.02)
+
+
+def _new_group(parent: Path, name: str) -> Path | None:
+    """The directory of a new group `name` under `parent`, once the stale groups there are
+    removed; None when it cannot be made."""
+    _remove_stale(parent)
+    path = parent / name
+    try:
+        path.mkdir()
+    except OSError:
+        return None
+    return path
 
 
 def _remove_stale(parent: Path) -> None:
