@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol
+from typing import IO, Any, Generic, Literal, Protocol, TypeVar
 
 from evaluator.gzip_limit import (
     DEFAULT_MAX_EXPANDED_BYTES,
@@ -104,8 +104,31 @@ class Coverage:
     unequal_n: bool
 
 
+class GradedIssue(Protocol):
+    @property
+    def severity(self) -> str: ...
+
+
+IssueT = TypeVar("IssueT", bound=GradedIssue)
+
+
+class HasIssues(Generic[IssueT]):
+    """The errors and the warnings among a checked file's `issues` (here, and in the web
+    app's checks, whose issues are of its own type)."""
+
+    issues: tuple[IssueT, ...]
+
+    @property
+    def errors(self) -> tuple[IssueT, ...]:
+        return tuple(issue for issue in self.issues if issue.severity == "error")
+
+    @property
+    def warnings(self) -> tuple[IssueT, ...]:
+        return tuple(issue for issue in self.issues if issue.severity == "warning")
+
+
 @dataclass(frozen=True)
-class SampleFile:
+class SampleFile(HasIssues[FileIssue]):
     layout: str
     """One of LAYOUTS, or `unknown` when no record had a recognisable shape."""
     samples: tuple[Sample, ...]
@@ -115,14 +138,6 @@ class SampleFile:
     @property
     def ok(self) -> bool:
         return not self.errors
-
-    @property
-    def errors(self) -> tuple[FileIssue, ...]:
-        return tuple(issue for issue in self.issues if issue.severity == "error")
-
-    @property
-    def warnings(self) -> tuple[FileIssue, ...]:
-        return tuple(issue for issue in self.issues if issue.severity == "warning")
 
 
 class _LineSource(Protocol):

@@ -16,6 +16,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
+from evaluator.samples import HasIssues
 from evaluator.sanitize import sanitize_by_default
 from evaluator.variant_detection import (
     Candidate,
@@ -28,7 +29,7 @@ from webapp.benchmarks.models import Dataset
 from webapp.benchmarks.selectors import variant_candidates
 from webapp.runs.models import Run
 from webapp.runs.services.intake import Intake, RunDetails, intake_file, intake_start
-from webapp.runs.upload_checks.files import HasIssues, Issue
+from webapp.runs.upload_checks.files import Issue
 from webapp.suites.models import Suite, SuiteRun
 from webapp.suites.selectors import suite_can_manage
 from webapp.teams.models import Membership, Team
@@ -118,7 +119,7 @@ class SuiteFile:
 
 
 @dataclass
-class FileOutcome(HasIssues):
+class FileOutcome(HasIssues[Issue]):
     """What became of one file: its issues (empty when it is fine), the existing run it
     duplicates (attached instead of evaluating the file again), or the run made of it."""
 

@@ -32,7 +32,7 @@ from evaluator.language_check import LanguageCheck, SampleSpread, check_language
 from evaluator.languages.registry import display_name
 from evaluator.profiles import default_profile, get_profile, run_time_limit
 from evaluator.records import HARNESS_VERSION, Problem, Sample
-from evaluator.samples import Coverage, FileIssue, SampleReader
+from evaluator.samples import Coverage, FileIssue, HasIssues, SampleReader
 from webapp.benchmarks.models import Dataset, ProblemVariant
 from webapp.benchmarks.selectors import dataset_problems
 from webapp.runs.models import LEGACY_PROFILE
@@ -158,20 +158,6 @@ class EvaluationOptions:
         }
 
 
-class HasIssues:
-    """The errors and the warnings among a checked file's `issues`."""
-
-    issues: tuple[Issue, ...]
-
-    @property
-    def errors(self) -> tuple[Issue, ...]:
-        return tuple(issue for issue in self.issues if issue.severity == "error")
-
-    @property
-    def warnings(self) -> tuple[Issue, ...]:
-        return tuple(issue for issue in self.issues if issue.severity == "warning")
-
-
 @dataclass(frozen=True)
 class FileSummary:
     """What a read file held, without its samples (they went to the sink as they came)."""
@@ -183,7 +169,7 @@ class FileSummary:
 
 
 @dataclass(frozen=True)
-class UploadCheck(HasIssues):
+class UploadCheck(HasIssues[Issue]):
     """The verdict on one file: its issues, and what it holds when it is usable."""
 
     path: Path | None
