@@ -9,6 +9,8 @@ code here knows any task: everything task-specific is in the data.
     explains(problem, test_set, task) -> the defects that explain a failing canonical
                                          solution
     explains_input(problem, arguments) -> those that explain one failing HumanEval+ input
+    nondeterministic_tests(problem, test_set) -> those that say the test's own inputs vary
+                                                 from run to run
 
 A problem built by `evaluator.plus` (it carries `extra["plus"]`) has HumanEval+'s inputs
 as its tests: its test set is `plus`, whatever a run calls it, and the patches of the
@@ -38,14 +40,22 @@ KINDS = frozenset({
     "missing_example_test", "misspelled_name", "helper_in_solution", "needs_dependency",
     "float_equality", "prompt_contradiction", "missing_tasks", "harness_behaviour",
     "not_a_defect", "cosmetic", "broken_declaration", "different_interface",
+    "nondeterministic_test",
 })
 INTERFACE_KIND = "different_interface"
 """The variant asks for another output than HumanEval's (another format, rounding or
 type): HumanEval+'s expected values do not hold for it, and `evaluator.plus` leaves the
 inputs out (all of the problem's, or those listed in `inputs`)."""
+NONDETERMINISTIC_KIND = "nondeterministic_test"
+"""The shipped test draws its inputs from an unseeded random source, so a solution that is
+wrong on some of them passes or fails by chance, under the reference harness as under ours.
+The canonical solution's verdict may be stable (it is right on every draw): `flaky` is for
+that. A `patch` seeds the test, and applies, as every patch does, only when a run asks.
+Its `detect` names the random draw in the test field it lies in (required)."""
 TEST_SETS = ("hidden", "example", "plus")
 """`plus` is HumanEval+'s inputs as `evaluator.plus` translated them (plus-mini, plus-full)."""
 TEST_FIELDS = frozenset({"test", "example_test"})
+FIELD_TEST_SETS = {"test": "hidden", "example_test": "example"}
 TASKS = ("generation", "translation")
 
 
@@ -54,7 +64,7 @@ NO_VERDICT_KINDS = frozenset({"not_a_defect", "cosmetic"})
 KIND_TEST_SETS: dict[str, tuple[str, ...]] = {"missing_example_test": ("example",)}
 """Kinds that lie in one test set whatever the entry says."""
 SHIPPED_TEST_KINDS = frozenset({"wrong_test", "vacuous_test", "tests_disabled",
-                                "float_equality"})
+                                "float_equality", NONDETERMINISTIC_KIND})
 """Kinds that lie in the tests the dataset ships: a plus problem's tests are built anew
 from HumanEval+'s inputs, so they are not in them unless the entry says the plus tests
 fail too."""
@@ -128,12 +138,15 @@ class Defect:
 
     @property
     def test_sets(self) -> tuple[str, ...]:
-        """The test sets this defect lies in: its kind's, else `plus` alone for one only
-        the plus tests show (a base verdict does not change), else, for a wrong test, the
-        sets on which it fails the canonical solution, else, for a defect of the shipped
-        tests, those (not `plus`), else all."""
+        """The test sets this defect lies in: its kind's, else for a random test the one
+        whose field its `detect` names, else `plus` alone for one only the plus tests show
+        (a base verdict does not change), else, for a wrong test, the sets on which it
+        fails the canonical solution, else, for a defect of the shipped tests, those (not
+        `plus`), else all."""
         if self.kind in KIND_TEST_SETS:
             return KIND_TEST_SETS[self.kind]
+        if self.kind == NONDETERMINISTIC_KIND and self.detect is not None:
+            return (FIELD_TEST_SETS[self.detect.field],)
         if self.canonical_fails == ("plus",) or self.kind == INTERFACE_KIND:
             return ("plus",)
         if self.kind == "wrong_test" and self.canonical_fails:
@@ -225,6 +238,10 @@ def _defect(entry: Any, where: str) -> Defect:
         if raw.get("field") not in TEXT_FIELDS or not raw.get("contains"):
             raise DefectError(f"{where}: detect needs a text field and 'contains'")
         detect = Detect(field=raw["field"], contains=raw["contains"])
+    if entry["kind"] == NONDETERMINISTIC_KIND and (detect is None
+                                                   or detect.field not in TEST_FIELDS):
+        raise DefectError(f"{where}: a {NONDETERMINISTIC_KIND} entry needs a detect of the "
+                          "random draw in test or example_test")
     patch = None
     if entry.get("patch"):
         raw = entry["patch"]
@@ -285,6 +302,14 @@ def explains_input(problem: Problem, arguments: str,
     return [d for d in defects_for(problem)
             if "plus" in d.canonical_fails and task in d.tasks
             and (not d.inputs or arguments in d.inputs)]
+
+
+def nondeterministic_tests(problem: Problem, test_set: str = "hidden",
+                           task: str = "generation") -> list[Defect]:
+    """The defects that say the tests `problem` is judged by on `test_set` draw their
+    inputs at random: two runs of one wrong solution may get different verdicts."""
+    return [d for d in defects_for(problem) if d.kind == NONDETERMINISTIC_KIND
+            and d.concerns(tests="plus" if is_plus(problem) else test_set, task=task)]
 
 
 def flaky_defects(problem: Problem) -> list[Defect]:
