@@ -39,7 +39,11 @@ from bench.codegeex_env import run_codegeex  # noqa: E402
 from bench.codegeex_toolchains import go_env, js_env, rust_env  # noqa: E402
 from bench.common import load_average  # noqa: E402
 from evaluator.datasets import load_dataset  # noqa: E402
-from evaluator.defects import flaky_defects  # noqa: E402
+from evaluator.defects import (  # noqa: E402
+    NONDETERMINISTIC_KIND,
+    flaky_defects,
+    nondeterministic_tests,
+)
 from evaluator.engine import Engine, EngineConfig  # noqa: E402
 from evaluator.profiles import PROFILES  # noqa: E402
 from evaluator.records import Problem, RunOptions, Sample, SampleResult  # noqa: E402
@@ -329,15 +333,15 @@ def build_cases(plugin: AgreementPlugin, count: int) -> list[Case]:
     return cases
 
 
-def ours(cases: list[Case], *, workers: int, backend: str,
-         profile: str) -> tuple[dict[int, SampleResult], str]:
+def ours(cases: list[Case], *, workers: int, backend: str, profile: str,
+         patched: bool = False) -> tuple[dict[int, SampleResult], str]:
     """Our verdicts, and the sandbox backend that ran them (`auto` resolved)."""
     problems = {c.problem.task_id: c.problem for c in cases}
     samples = [Sample(task_id=c.problem.task_id, index=c.index, raw=c.completion,
                       completion=c.completion) for c in cases]
     # The sandbox limit is generous; the profile's own limit (3 s of CPU for codegeex)
     # is applied to the CPU time each program used.
-    options = RunOptions(profile=profile,
+    options = RunOptions(profile=profile, patched=patched,
                          limits=SandboxLimits(wall_seconds=20, cpu_seconds=20))
     results: dict[int, SampleResult] = {}
     with Engine(EngineConfig(backend=backend, workers=workers, options=options,
@@ -403,31 +407,49 @@ def compare(plugin: AgreementPlugin, cases: list[Case], *, problems: int, worker
         if we_pass != they_pass:
             disagreements.append((case, our[case.index], their[case.index]))
     agree = len(cases) - len(disagreements)
+    why = {case.index: (expected.get(case.variant) or plugin.unreproduced.get(case.variant)
+                        or plugin.known_cases.get(f"{case.problem.source_id} [{case.variant}]"))
+           for case, _, _ in disagreements}
+    by_registry = {case.index: _registry_explanation(case.problem)
+                   for case, _, _ in disagreements if not why[case.index]}
+    explained = sum(1 for reason in by_registry.values() if reason)
     print(f"\n== {plugin.name} (ours under {profile}, backend {backend}): {len(cases)} "
           f"variants of {problems} problems; agreement {agree}/{len(cases)} "
           f"({100 * agree / len(cases):.1f}%); ours {ours_seconds:.0f} s, codegeex "
           f"{their_seconds:.0f} s; load {load_average()}")
+    if explained:
+        # The raw agreement above still counts them: a verdict drawn by chance is a
+        # disagreement, only not one either harness can be blamed for.
+        print(f"   {explained} of the {len(disagreements)} disagreement(s) explained by "
+              f"the defect registry (a test or solution that varies from run to run); "
+              f"agreement on the rest {agree}/{len(cases) - explained}")
     for key, count in sorted(table.items()):
         print(f"   {key}: {count}")
+    by_index = {case.index: case for case in cases}
     for index, (first, second) in reruns.items():
-        print(f"   codegeex changed its verdict on a re-run of variant {index}: "
-              f"{first[:80]!r} -> {second[:80]!r} (the second one is used)")
+        rerun = by_index[index]
+        print(f"   codegeex changed its verdict on a re-run of variant {index} "
+              f"({rerun.problem.source_id} [{rerun.variant}]): {first[:80]!r} -> "
+              f"{second[:80]!r} (the second one is used)")
+        if registry := _registry_explanation(rerun.problem):
+            print(f"       why: {registry}")
     for case, result, codegeex in disagreements:
-        why = (expected.get(case.variant) or plugin.unreproduced.get(case.variant)
-               or plugin.known_cases.get(f"{case.problem.source_id} [{case.variant}]")
-               or _flaky_in_registry(case.problem) or "UNEXPLAINED")
+        reason = why[case.index] or by_registry.get(case.index) or "UNEXPLAINED"
         print(f"   - {case.problem.source_id} [{case.variant}] ours={result.status}"
               f" ({result.error_type}: {result.message[:160]!r})"
-              f" codegeex={codegeex[:160]!r}\n       why: {why}")
+              f" codegeex={codegeex[:160]!r}\n       why: {reason}")
     by_variant = Counter(case.variant for case, _, _ in disagreements)
     print(f"   disagreements by variant: {dict(by_variant)}")
 
 
-def _flaky_in_registry(problem: Problem) -> str:
-    """Why the defect registry expects any verdict on `problem` to vary from run to run
-    ("" when it does not): a disagreement there says nothing about either harness."""
-    return "; ".join(f"the defect registry lists it as flaky ({d.id}): {d.effect}"
-                     for d in flaky_defects(problem))
+def _registry_explanation(problem: Problem) -> str:
+    """Why the defect registry expects verdicts on `problem` to vary from run to run (""
+    when it does not): its hidden test draws random inputs, or its canonical solution is
+    flaky. A disagreement there says nothing about either harness."""
+    entries = [*nondeterministic_tests(problem, "hidden"),
+               *(d for d in flaky_defects(problem) if d.kind != NONDETERMINISTIC_KIND)]
+    return "; ".join(f"explained by registry entry {d.id} ({d.kind}): {d.effect}"
+                     for d in entries)
 
 
 def main(argv: list[str] | None = None) -> int:
