@@ -467,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--codegen-from", type=int, default=0, metavar="M",
                         help="CodeGen-16B's samples from the M-th on (0 = its first)")
     parser.add_argument("--tasks", type=int, default=0, help="the first N tasks (0 = all 164)")
+    parser.add_argument("--task", action="append", default=[], metavar="HumanEval/N",
+                        help="only the samples of this task (repeatable)")
     parser.add_argument("--set", choices=list(SET_FILES), default="full",
                         help="HumanEval+ or HumanEval+ Mini (EvalPlus's default: full)")
     parser.add_argument("--workers", type=int, default=2, help="for both evaluators")
@@ -483,6 +485,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.codegen < 0 or args.codegen_from < 0:
         parser.error("--codegen and --codegen-from take counts of 0 or more")
     sources = collect_samples(models, args.codegen, shared, args.codegen_from)
+    if args.task:
+        sources = [s for s in sources if s.task_id in args.task]
+        if not sources:
+            parser.error(f"no samples of {', '.join(args.task)}")
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
         return compare(args, python, shared, sources, args.work)
