@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.common import run_and_sweep
+
 BENCH = Path(__file__).resolve().parent
 VENV = BENCH / ".codegeex-venv"
 IMPORTS = ("numpy", "tqdm", "fire", "regex")
@@ -111,9 +113,10 @@ def run_codegeex(problem_file: Path, samples: list[dict[str, Any]] | None, *, wo
                "test_groundtruth": samples is None, "example_test": example_test}
         (tmp_path / "work").mkdir()
         started = time.monotonic()
-        done = subprocess.run([str(python()), "-c", _DRIVER, json.dumps(job)],
-                              capture_output=True, text=True, check=False, cwd=tmp,
-                              env={**os.environ, **(env or {})})
+        # CodeGeeX's time limit ends a program's parent but not a compiled program that
+        # loops (CPP/32's mutants ran on for over 20 minutes), so what is left is killed.
+        done = run_and_sweep([str(python()), "-c", _DRIVER, json.dumps(job)], cwd=tmp,
+                             env={**os.environ, **(env or {})})
         seconds = time.monotonic() - started
         suffix = "_example_test.jsonl" if example_test else "_results.jsonl"
         output = Path(str(input_file).replace(".jsonl", suffix))

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +55,25 @@ def timed(argv: list[str], *, cwd: Path | None = None,
 
 def load_average() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def run_and_sweep(command: list[str], *, cwd: str | Path,
+                  env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a reference harness to its end, its output captured, in a session of its own,
+    then kill whatever of that session is still running: a harness whose time limit ends
+    a program's parent leaves the program itself running, orphaned, for ever. The output
+    goes to files, not pipes, because such a program may hold them open."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, text=True, cwd=cwd,
+                                   env=env, start_new_session=True)
+        try:
+            process.wait()
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(command, process.returncode, out.read(), err.read())
 
 
 def report_target(summary: str, median_ms: float, target_ms: float) -> None:
