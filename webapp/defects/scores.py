@@ -356,13 +356,34 @@ _scores_cache: OrderedDict[tuple[Any, ...], ThreeWay] = OrderedDict()
 _scores_lock = threading.Lock()
 
 
+def _job_state(scoring: PatchedScoring | None) -> tuple[Any, ...] | None:
+    """What of a patched job its way shows: asking again makes a new row, and the job moves
+    on with its status, progress and end; `in_progress` turns false by time alone."""
+    if scoring is None:
+        return None
+    return (scoring.pk, scoring.status, scoring.samples_done, scoring.finished_at,
+            scoring.in_progress)
+
+
 def _cache_key(run: Run, scoring: PatchedScoring | None, ks: tuple[int, ...]) -> tuple[Any, ...]:
     # A finished run's counts change only when it finishes again (a resumed run), and the
     # registry and the patched job each carry what would change their part.
-    job = (scoring.pk, scoring.status, scoring.samples_done, scoring.finished_at,
-           scoring.in_progress) if scoring else None
     return (run.pk, run.status, run.finished_at, run.dataset.version,
-            load_registry().version, job, ks)
+            load_registry().version, _job_state(scoring), ks)
+
+
+def three_way_version(*, run: Run) -> tuple[Any, ...]:
+    """What a run's three ways depend on besides its own row and its dataset's version (the
+    page cache's `run_version` holds those): the registry's version and the state of the
+    run's patched job, read without computing any score. The job is not read where no patch
+    of the registry applies to the run's dataset: the patched way is then the original."""
+    if run.is_active:
+        return ()
+    defects = run_defects(run=run)
+    if not defects.patched:
+        return (defects.registry_version,)
+    return (defects.registry_version,
+            _job_state(PatchedScoring.objects.filter(run_id=run.pk).first()))
 
 
 def runs_three_way(*, runs: Iterable[Run], ks: Iterable[int]) -> dict[int, ThreeWay]:

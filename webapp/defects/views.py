@@ -21,6 +21,8 @@ from webapp.runs.reads.selectors import get_run_for_user, run_can_manage
 from webapp.teams.signed_in import SignedInRequest
 
 PARTIAL = "runs/_defect_aware.html"
+COMPUTE_PARTIAL = "runs/_defect_aware_compute.html"
+"""The viewer's own part of `PARTIAL`, which it includes."""
 
 
 def defect_aware_context(*, request: HttpRequest, run: Run, compact: bool = False

@@ -18,11 +18,15 @@ from webapp.defects import scores as scores_module
 @pytest.fixture
 def install_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                      ) -> Iterator[Callable[[str, list[dict[str, Any]]], Registry]]:
+    read = registry_module.load_registry  # the real reader, before a test replaces it
+
     def install(version: str, entries: list[dict[str, Any]]) -> Registry:
-        path = tmp_path / "registry.json"
+        # A file per version: a test may install a second registry (the reader keeps each
+        # path's answer).
+        path = tmp_path / f"registry-{version}.json"
         path.write_text(json.dumps({"version": version, "defects": entries}),
                         encoding="utf-8")
-        registry = registry_module.load_registry(path)
+        registry = read(path)
         monkeypatch.setattr(registry_module, "load_registry", lambda *args: registry)
         monkeypatch.setattr(scores_module, "load_registry", lambda *args: registry)
         scores_module._cache.clear()

@@ -17,30 +17,45 @@ from django.http import QueryDict
 from django.template.loader import get_template
 from django.utils.safestring import mark_safe
 
-from webapp.defects.scores import SCORES_PARAM, query_scores
-from webapp.defects.views import PARTIAL, defect_aware_context
-from webapp.runs.reads.page_cache import key_of, run_timeout, shared
+from webapp.defects.scores import SCORES_PARAM, query_scores, three_way_version
+from webapp.defects.views import COMPUTE_PARTIAL, PARTIAL, defect_aware_context
+from webapp.runs.reads.page_cache import key_of, run_timeout, run_version, shared
+from webapp.runs.reads.selectors import run_can_manage
 
 register = template.Library()
+
+COMPUTE_SLOT = mark_safe("<!--defect-aware:compute-->")  # noqa: S308 - a constant
+"""Where the shared block leaves room for the viewer's own part (`COMPUTE_PARTIAL`). Text
+drawn into the block is escaped, so no run or registry text can forge it."""
 
 
 @register.simple_tag(takes_context=True)
 def defect_aware_scores(context: dict[str, Any], run: Any, compact: bool = False) -> str:
-    """The block, drawn from the shared page cache where nothing in it is the viewer's own:
-    drawing it was a fifth of a finished run's page. Its key holds all it shows (the three
-    ways as computed, the choice, the page's query, which its links keep)."""
+    """The block, drawn once into the shared page cache for every viewer, with the viewer's
+    own part (the "compute" form, whose token is the session's) put in on each request.
+
+    Its key is what the block is drawn from, read without computing a score (computing
+    them to key it was a fifth of a finished run's page): the run's row and dataset
+    (`run_version`), the registry and the patched job (`three_way_version`), the choice,
+    and the page's query, which its links keep."""
     request = context["request"]
-    values = {**defect_aware_context(request=request, run=run, compact=compact),
-              "csrf_token": context.get("csrf_token")}
+    scores = query_scores(request.GET)
+    key = key_of("defect-aware", run.pk, run_version(run=run), three_way_version(run=run),
+                 scores, compact, sorted(request.GET.lists()))
 
     def draw() -> str:
-        return get_template(PARTIAL).render(values)
+        values = defect_aware_context(request=request, run=run, compact=compact)
+        return get_template(PARTIAL).render({**values, "compute_slot": COMPUTE_SLOT})
 
-    if values["can_compute"]:
-        return mark_safe(draw())  # noqa: S308 - a template's output; its form is the viewer's
-    key = key_of("defect-aware", run.pk, repr(values["three"]), values["scores"], compact,
-                 values["in_progress"], sorted(request.GET.lists()))
-    return mark_safe(shared(key, draw, timeout=run_timeout(run)))  # noqa: S308 - as above
+    block = shared(key, draw, timeout=run_timeout(run))
+    if COMPUTE_SLOT not in block:
+        return mark_safe(block)  # noqa: S308 - a template's output
+    # The slot is drawn only while the patched scores may be asked for.
+    own = get_template(COMPUTE_PARTIAL).render({
+        "run": run, "scores": scores, "compact": compact,
+        "can_compute": run_can_manage(user=request.user, run=run),
+        "csrf_token": context.get("csrf_token")})
+    return mark_safe(block.replace(COMPUTE_SLOT, own, 1))  # noqa: S308 - as above
 
 
 @register.simple_tag(takes_context=True)
