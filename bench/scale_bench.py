@@ -118,17 +118,26 @@ class Figure:
     growth_mb: float
 
 
+def announce(label: str, figure: Figure) -> Figure:
+    """Print a step's figure as soon as it is measured, with the load average then: a
+    bench stopped before its table still leaves what it measured."""
+    print(f"  {label:<38}{figure.seconds:10.3f} s {figure.peak_mb:8.0f} MB "
+          f"(+{figure.growth_mb:.0f}); load {load_average()}", flush=True)
+    return figure
+
+
 class Peaks:
     """The peak memory of some processes from now on (see `bench.common.peak_reset`)."""
 
     def __init__(self, pids: list[int]) -> None:
         self.start = peak_reset(pids)
 
-    def figure(self, seconds: float) -> Figure:
+    def figure(self, seconds: float, label: str) -> Figure:
         peaks = {pid: memory_kb(pid)[1] for pid in self.start}
         growth = max((peaks[pid] - rss for pid, rss in self.start.items()), default=0)
         growth = max(growth, 0)  # a peak read just after the reset can trail the RSS
-        return Figure(seconds, max(peaks.values(), default=0) / 1024, growth / 1024)
+        return announce(label, Figure(seconds, max(peaks.values(), default=0) / 1024,
+                                      growth / 1024))
 
 
 def write_files(source: Path, per_task: int, factor: int,
@@ -240,7 +249,8 @@ def measure_intake(stack: Stack, token: str, path: Path, primer: Path, *, name: 
     status, body = post_file(stack, token, path, name=name, dry_run=True, timeout=timeout)
     if status != 200:
         raise SystemExit(f"dry run of {path.name}: HTTP {status} {str(body)[:500]}")
-    figures = {"upload (dry run: receive + validate)": peaks.figure(time.perf_counter() - start)}
+    label = "upload (dry run: receive + validate)"
+    figures = {label: peaks.figure(time.perf_counter() - start, label)}
     peaks = Peaks([restart(stack, "web")])
     pool = []
     if "worker" in stack.processes:
@@ -251,15 +261,17 @@ def measure_intake(stack: Stack, token: str, path: Path, primer: Path, *, name: 
     status, body = post_file(stack, token, path, name=name, dry_run=False, timeout=timeout)
     if status != 201:
         raise SystemExit(f"upload of {path.name}: HTTP {status} {str(body)[:500]}")
-    figures["staging (POST: + rows in the DB)"] = peaks.figure(time.perf_counter() - start)
+    label = "staging (POST: + rows in the DB)"
+    figures[label] = peaks.figure(time.perf_counter() - start, label)
     return int(body["id"]), figures, workers
 
 
 def measure_aggregation(stack: Stack, run_id: int) -> Figure:
     output = stack.manage("shell", "-c", AGGREGATE.format(run_id=run_id), capture=True)
     done = json.loads(output.strip().splitlines()[-1])
-    return Figure(done["seconds"], done["peak_kb"] / 1024,
-                  (done["peak_kb"] - done["start_kb"]) / 1024)
+    return announce("aggregation (bootstrap intervals)",
+                    Figure(done["seconds"], done["peak_kb"] / 1024,
+                           (done["peak_kb"] - done["start_kb"]) / 1024))
 
 
 def measure_downloads(stack: Stack, browser: Browser, run_id: int, partner: int, *,
@@ -275,10 +287,11 @@ def measure_downloads(stack: Stack, browser: Browser, run_id: int, partner: int,
         if page:
             fetch(browser, template.format(run=partner, partner=run_id), timeout=timeout)
         peaks = Peaks([pid])
-        figures[label] = peaks.figure(fetch(browser, path, timeout=timeout))
+        figures[label] = peaks.figure(fetch(browser, path, timeout=timeout), label)
         if page:
             times = [fetch(browser, path, timeout=timeout) for _ in range(repeats)]
-            figures[f"{label}, again"] = peaks.figure(statistics.median(times))
+            figures[f"{label}, again"] = peaks.figure(statistics.median(times),
+                                                      f"{label}, again")
     return figures
 
 
@@ -293,6 +306,7 @@ def built_run(stack: Stack, per_task: int, name: str) -> int:
 
 def measure_run(stack: Stack, token: str, browser: Browser, path: Path, primer: Path, *,
                 per_task: int, args: argparse.Namespace) -> dict[str, Figure]:
+    print(f"{path.stem} ({per_task} per task); load {load_average()}", flush=True)
     run_id, figures, workers = measure_intake(stack, token, path, primer, name=path.stem,
                                               timeout=args.run_timeout)
     if args.built:
@@ -301,7 +315,8 @@ def measure_run(stack: Stack, token: str, browser: Browser, path: Path, primer: 
         run_id = built_run(stack, per_task, f"built n={per_task}")
     else:
         seconds = wait_finished(stack, token, [run_id], timeout=args.run_timeout)
-        figures["evaluation overhead (worker)"] = workers.figure(seconds)
+        label = "evaluation overhead (worker)"
+        figures[label] = workers.figure(seconds, label)
     _, summary = api(stack.url, token, f"/api/runs/{run_id}?problems=0")
     progress = summary["progress"]
     print(f"  run {run_id}: {progress['total']:,} samples, {progress['cached']:,} from the "
