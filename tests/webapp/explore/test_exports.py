@@ -140,3 +140,37 @@ def test_exports_keep_the_files_task_ids(personas, make_run, humaneval_x_python)
     expected = [raw if not raw.startswith("\t") else "'" + raw for raw in SOURCE_IDS]
     assert [(task, aligned) for task, aligned, _ in _sample_order(rows)] == list(
         zip(expected, ALIGNED_IDS, strict=True))
+
+
+def test_json_matrix_streams_a_batch_of_samples_at_a_time(personas, make_run, monkeypatch):
+    # A problem's samples grow with the run (1,000 a task at the upload limit), so the
+    # matrix is written a batch of samples at a time, not a problem at a time.
+    from webapp.runs.reads import exports
+
+    monkeypatch.setattr(exports, "BATCH", 2)
+    records = ([{"task_id": "HumanEval/0", "completion": f"    return {i} < 0  # ü\n"}
+                for i in range(5)]
+               + [{"task_id": "HumanEval/2", "completion": "    return number % 1.0\n"}]
+               + [{"task_id": "HumanEval/0", "completion": "    return False\n"}])
+    run = make_run(records, name="stretches")
+    chunks = list(exports.matrix_json(run))
+    assert max(chunk.count('"completion_id"') for chunk in chunks) <= 2
+    text = "".join(chunks)
+    data = json.loads(text)
+    # Written as json.dumps writes the whole (the format the download always had).
+    assert text == json.dumps(data, ensure_ascii=False) + "\n"
+    # One entry for each stretch of consecutive samples with the same id, in file order.
+    assert [(p["task_id"], [s["completion_id"] for s in p["samples"]])
+            for p in data["problems"]] == [("HumanEval/0", [0, 1, 2, 3, 4]),
+                                           ("HumanEval/2", [0]), ("HumanEval/0", [5])]
+    assert data["problems"][1]["samples"][0]["status"] == "passed"
+
+
+def test_json_matrix_of_a_run_without_samples_is_valid(personas, runs):
+    from webapp.runs.models import Sample
+    from webapp.runs.reads import exports
+
+    Sample.objects.filter(run=runs.a).delete()
+    data = json.loads("".join(exports.matrix_json(runs.a)))
+    assert data["problems"] == []
+    assert data["run"]["id"] == runs.a.pk

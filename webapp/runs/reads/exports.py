@@ -91,35 +91,35 @@ def run_header(run: Run) -> dict[str, Any]:
 
 def matrix_json(run: Run) -> Iterator[str]:
     """`{"run": {...}, "problems": [{"task_id", "aligned_task_id", "samples": [{..., "tests":
-    [...]}]}]}`, written problem by problem: one entry for each stretch of consecutive
-    samples with the same id in the file."""
-    yield '{"run": ' + json.dumps(run_header(run), ensure_ascii=False) + ', "problems": ['
+    [...]}]}]}`, written sample by sample, a batch at a time: one entry for each stretch of
+    consecutive samples with the same id in the file. Nothing holds a whole problem, whose
+    samples grow with the run (1,000 a task at the upload limit)."""
+    parts = ['{"run": ' + json.dumps(run_header(run), ensure_ascii=False) + ', "problems": [']
     current: tuple[str, str] | None = None
-    samples: list[dict[str, Any]] = []
-    first = True
-
-    def problem_json(ids: tuple[str, str]) -> str:
-        return json.dumps({"task_id": ids[0], "aligned_task_id": ids[1], "samples": samples},
-                          ensure_ascii=False)
-
-    for source_id, task_id, index, status, error_type, cached, result in _sample_rows(run):
-        if (source_id, task_id) != current and current is not None:
-            yield ("" if first else ", ") + problem_json(current)
-            first = False
-            samples = []
+    for count, (source_id, task_id, index, status, error_type, cached, result) in enumerate(
+            _sample_rows(run), start=1):
+        if (source_id, task_id) != current:
+            head = json.dumps({"task_id": source_id, "aligned_task_id": task_id},
+                              ensure_ascii=False)[:-1]
+            parts.append(("" if current is None else "]}, ") + head + ', "samples": [')
+        else:
+            parts.append(", ")
         current = (source_id, task_id)
         stored = result_from_json(result) if result else None
-        samples.append({
+        parts.append(json.dumps({
             "completion_id": index, "status": status, "error_type": error_type,
             "cached": cached, "program_hash": stored.program_hash if stored else "",
             "tests": [
                 {key: getattr(test, key) for key in MATRIX_TEST_FIELDS}
                 for test in (stored.tests if stored else ())
             ],
-        })
-    if current is not None:
-        yield ("" if first else ", ") + problem_json(current)
-    yield "]}\n"
+        }, ensure_ascii=False))
+        if count % BATCH == 0:
+            yield "".join(parts)
+            parts = []
+    parts.append("" if current is None else "]}")
+    parts.append("]}\n")
+    yield "".join(parts)
 
 
 def humaneval_results(run: Run) -> Iterator[str]:
