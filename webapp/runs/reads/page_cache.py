@@ -106,7 +106,8 @@ def _read_many(keys: list[str]) -> dict[str, Any]:
 
 _read_early: ContextVar[dict[str, Any] | None] = ContextVar("page_cache_read_early",
                                                             default=None)
-"""The entries `read_ahead` found, for the request under way (`reading_ahead`)."""
+"""What `read_ahead` read for the request under way (`reading_ahead`): each entry, or None
+where the cache had none."""
 
 
 def reading_ahead(view: Callable[P, T]) -> Callable[P, T]:
@@ -135,7 +136,10 @@ def read_ahead(keys: Iterable[str]) -> None:
         return
     wanted = [key for key in keys if key not in early]
     if wanted:
-        early.update(_read_many(wanted))
+        found = _read_many(wanted)
+        # A miss is kept too (None), so that `shared` does not ask the cache again before
+        # it takes the drawing lock, under which it asks anyway.
+        early.update({key: found.get(key) for key in wanted})
 
 
 def fragment_key(name: object, key: object) -> str:
@@ -162,9 +166,7 @@ def shared(key: str, draw: Callable[[], T], *, timeout: int) -> T:
     it too: when a live run's entry expires, twenty viewers would otherwise each pay for
     it at once."""
     early = _read_early.get()
-    found = early.get(key) if early is not None else None
-    if found is None:
-        found = _read(key)
+    found = early[key] if early is not None and key in early else _read(key)
     if found is not None:
         return found  # type: ignore[no-any-return]
     lock = _lock_of(key)
