@@ -2,12 +2,13 @@
 
 For each problem and language: the signature is read from the HumanEval-X declaration;
 each HumanEval+ input (base, then plus) is rendered as typed literals, with the expected
-value the canonical Python solution returns for it (`oracle`, in a child process). An
-input that does not fit the types is left out and counted under its reason. The output
-is one `humaneval_<lang>.jsonl.gz` per language in HumanEval-X's own layout (the plus
-checks as `test`, the rest of the record unchanged, plus a `plus` field recording what
-was kept and dropped), which `load_dataset` reads as the `plus-<set>` variant of
-HumanEval-X, and `report.json` beside it.
+value the canonical Python solution returns for it (`oracle`, in a child process), or,
+for a problem judged by a property (HumanEval/32: any root passes), a check of that
+property in the language itself. An input that does not fit the types is left out and
+counted under its reason. The output is one `humaneval_<lang>.jsonl.gz` per language in
+HumanEval-X's own layout (the plus checks as `test`, the rest of the record unchanged,
+plus a `plus` field recording what was kept and dropped), which `load_dataset` reads as
+the `plus-<set>` variant of HumanEval-X, and `report.json` beside it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from evaluator.languages import lexing
 from evaluator.languages.go import imported_paths, strip_imports, uses_package
 from evaluator.plus.literals import MAX_CHECK_CHARS, Untranslatable, literal
 from evaluator.plus.oracle import Answer, expected_outputs, tag, untag
-from evaluator.plus.programs import Check, test_program
+from evaluator.plus.programs import ROOT_ORACLE, ROOT_PACKAGES, Check, test_program
 from evaluator.plus.python import PythonBuild
 from evaluator.plus.types import Signature, SignatureError, ValueType, read_signature
 from evaluator.plus.validate import validation_cells
@@ -49,9 +50,10 @@ def go_setup_text(paths: Iterable[str]) -> str:
 GO_TEST_SETUP = go_setup_text(GO_SETUP_PATHS)
 
 
-def go_test_setup(shipped: str, prompt: str) -> str:
-    """The Go plus tests' setup: `testing` and testify, and those of the shipped setup's
-    packages that the prompt's own code calls.
+def go_test_setup(shipped: str, prompt: str, needed: Iterable[str] = ()) -> str:
+    """The Go plus tests' setup: `testing` and testify, those of the shipped setup's
+    packages that the prompt's own code calls, and the packages `needed` by the plus
+    test itself (a root check's `math` and `strconv`).
 
     The shipped setup also imports what the base test used (math/rand, time), and Go
     refuses an unused import. But a prompt's helper can call a package too (Go/38's
@@ -61,6 +63,7 @@ def go_test_setup(shipped: str, prompt: str) -> str:
     code = lexing.blank(strip_imports(prompt), "go")
     kept = [path for path in imported_paths(shipped)
             if path not in GO_SETUP_PATHS and uses_package(code, path)]
+    kept.extend(path for path in needed if path not in kept and path not in GO_SETUP_PATHS)
     testing, testify = GO_SETUP_PATHS
     return go_setup_text([testing, *kept, testify])
 
@@ -74,6 +77,9 @@ class PlusSource:
     groups: tuple[str, ...]
     answers: tuple[Answer, ...]
     atol: float
+    oracle: str = ""
+    """The property the output is judged by (`extra["oracle"]`), when not by equality
+    with an expected value: then `answers` holds no values."""
 
 
 @dataclass
@@ -88,6 +94,8 @@ class ProblemBuild:
     test: str = ""
     arguments: list[str] = field(default_factory=list)
     """The `repr` of each kept input's argument list, by which the registry names it."""
+    packages: tuple[str, ...] = ()
+    """Packages the test program itself calls, for the setup to import (Go)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "inputs": self.inputs, "kept": len(self.kept),
@@ -137,10 +145,13 @@ def load_sources(plus_dir: Path, which: str, *, task_ids: Iterable[str] | None =
 
     def one(problem: Problem) -> PlusSource:
         inputs = [list(case.args) for case in problem.call_cases]
-        if problem.extra.get("oracle"):
-            # Judged by a property of the output (a root of the polynomial), which a
-            # plain equality check cannot express: no plus tests are written for it.
-            answers = [Answer(False, error="property_oracle")] * len(inputs)
+        oracle = str(problem.extra.get("oracle") or "")
+        if oracle:
+            # Judged by a property of the output (a root of the polynomial), which the
+            # test checks itself: there is no expected value, so the canonical solution
+            # is not run (where HumanEval+'s misses a root, any input still holds one).
+            answers = [Answer(oracle == ROOT_ORACLE, error="" if oracle == ROOT_ORACLE
+                              else "property_oracle")] * len(inputs)
         elif problem.task_id in known and len(known[problem.task_id]) == len(inputs):
             answers = known[problem.task_id]
         else:
@@ -150,12 +161,14 @@ def load_sources(plus_dir: Path, which: str, *, task_ids: Iterable[str] | None =
             progress(problem.task_id)
         atol = problem.call_cases[0].atol if problem.call_cases else 0.0
         return PlusSource(problem, tuple(tuple(i) for i in inputs),
-                          tuple(c.group for c in problem.call_cases), tuple(answers), atol)
+                          tuple(c.group for c in problem.call_cases), tuple(answers), atol,
+                          oracle)
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         sources = list(pool.map(one, problems))
     if cache is not None:
-        known.update({s.problem.task_id: list(s.answers) for s in sources})
+        known.update({s.problem.task_id: list(s.answers) for s in sources
+                      if not s.oracle})
         _write_cache(cache, dataset.version, known)
     return sources
 
@@ -252,7 +265,9 @@ def build_problem(language: str, signature: Signature, source: PlusSource,
             rendered = tuple(literal(language, value, value_type) for value, value_type
                              in zip(arguments, signature.params, strict=False))
             value = integral(answer.value, signature.returns)
-            expected = literal(language, value, signature.returns)
+            # A root check writes the coefficients twice: for the call and for the judge.
+            expected = rendered[0] if source.oracle else \
+                literal(language, value, signature.returns)
             size = len(expected) + sum(len(argument) for argument in rendered)
             if size > MAX_CHECK_CHARS:
                 raise Untranslatable("literal_too_large", f"{size} characters")
@@ -262,9 +277,14 @@ def build_problem(language: str, signature: Signature, source: PlusSource,
             continue
         built.kept.append(index)
         built.arguments.append(repr(list(arguments)))
-        checks.append(Check(rendered, expected, tolerant=_holds_float(value)))
+        if source.oracle:
+            checks.append(Check(rendered, "", tolerant=False, oracle=source.oracle))
+        else:
+            checks.append(Check(rendered, expected, tolerant=_holds_float(value)))
     if checks:
         built.test = test_program(language, signature, checks, source.atol)
+        if source.oracle:
+            built.packages = ROOT_PACKAGES.get(language, ())
     return built
 
 
@@ -345,7 +365,7 @@ def build_language(language: str, x_dir: Path, sources: list[PlusSource], out_di
         record["test"] = built.test
         if language == "go" and "test_setup" in record:
             record["test_setup"] = go_test_setup(str(record["test_setup"]),
-                                                 str(record.get("prompt", "")))
+                                                 str(record.get("prompt", "")), built.packages)
         record["plus"] = {"set": which, "kept": built.kept, "inputs": built.inputs,
                           "groups": [source.groups[i] for i in built.kept],
                           "dropped": dict(built.dropped)}

@@ -22,7 +22,8 @@ REASONS = {
     "float_out_of_range": "a float past the range of a 32-bit float",
     "dynamic_type": "a dynamically typed parameter or return (boost::any, dyn Any, an enum)",
     "canonical_error": "HumanEval+'s canonical solution raised or did not finish",
-    "property_oracle": "judged by a property, not by equality (HumanEval/32 find_zero)",
+    "property_oracle": "judged by a property the test programs cannot check (HumanEval/32's "
+                       "root, poly_root, they can: any other oracle)",
     "arity": "the input has another number of arguments than the signature",
     "variant_interface": "the variant asks for another output than Python's (the defect "
                          "registry says so: C++'s rounded_avg without '0b')",

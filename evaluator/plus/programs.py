@@ -12,16 +12,29 @@ Floats are judged as EvalPlus judges them, |actual - expected| <= atol + rtol * 
 the declared type is a 32-bit float). A generated `snap` helper gives back the expected
 value when the actual one is close enough, and the actual one otherwise, so the check
 stays an equality and a failure still shows both values.
+
+A problem judged by a property (`ROOT_ORACLE`: HumanEval/32, any root of the polynomial
+passes) gets a check of the same shape whose two sides are texts: a generated `root`
+helper evaluates the polynomial, as EvalPlus does (sum of c * pow(x, i), in order), at
+the returned x over its own copy of the coefficients, and gives back `root_text(atol)`
+when |poly(x)| <= atol, else "x = <x>, poly(x) = <value>", which the failure then shows
+as the actual value.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evaluator.plus.literals import quoted
 from evaluator.plus.types import Signature, ValueType
 
 F64_RTOL = 1e-7
 F32_RTOL = 1e-5
+ROOT_ORACLE = "poly_root"
+"""The one property oracle a test program can judge (HumanEval+'s `extra["oracle"]`)."""
+ROOT_PACKAGES = {"go": ("math", "strconv")}
+"""Packages the root check calls, which the test's setup must import (Go refuses an
+unused import, so only problems with a root check get them)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +44,14 @@ class Check:
     expected: str
     tolerant: bool
     """Compare within atol/rtol (the expected value holds a float)."""
+    oracle: str = ""
+    """`ROOT_ORACLE`: the output is judged as a root of the first argument, and
+    `expected` is unused."""
+
+
+def root_text(atol: float) -> str:
+    """What a root check expects, and its helper returns for a root."""
+    return f"a root, |poly(x)| <= {atol!r}"
 
 
 def tolerance(returns: ValueType, atol: float) -> tuple[float, float]:
@@ -44,8 +65,15 @@ def _has_f32(value_type: ValueType) -> bool:
 
 
 def test_program(target: str, signature: Signature, checks: list[Check], atol: float) -> str:
+    if any(check.oracle for check in checks):
+        # A root is judged with the problem's own atol, as EvalPlus does: no 1e-6 floor.
+        roots = {"cpp": _cpp_roots, "java": _java_roots, "js": _js_roots,
+                 "go": _go_roots, "rust": _rust_roots}[target]
+        return roots(signature, checks, atol)
     writer = {"cpp": _cpp, "java": _java, "js": _js, "go": _go, "rust": _rust}[target]
     return writer(signature, checks, *tolerance(signature.returns, atol))
+
+
 
 
 # -- C++ ------------------------------------------------------------------------------
@@ -273,6 +301,165 @@ def _rust(signature: Signature, checks: list[Check], atol: float, rtol: float) -
         if check.tolerant:
             call = f"plus_snap({call}, {check.expected}, {atol!r}, {rtol!r})"
         lines.append(f"        assert_eq!({call}, {check.expected});")
+    lines.append("    }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# -- root checks (HumanEval/32) --------------------------------------------------------
+# Each helper sums in the coefficients' order and compares |sum| <= atol, so NaN (no
+# comparison holds) and an overflowed power (inf, or inf - inf) are no root, as
+# `math.pow`'s OverflowError makes them in Python. The coefficients it evaluates are a
+# literal of their own: whatever the solution did to the list it was given, the
+# polynomial is the input's.
+
+_CPP_ROOT = """\
+#include<cmath>
+#include<cstdio>
+#include<cstdlib>
+#include<cstring>
+#include<string>
+std::string plus_shortest_(double v) {
+    // The fewest digits that read back as v, as Python's repr; no exponent where repr
+    // writes none (%.1g writes 10 as 1e+01).
+    bool plain = std::fabs(v) >= 1e-4 && std::fabs(v) < 1e16;
+    char text[40];
+    for (int digits = 1; digits <= 17; ++digits) {
+        std::snprintf(text, sizeof text, "%.*g", digits, v);
+        if (std::strtod(text, nullptr) == v && !(plain && std::strchr(text, 'e'))) break;
+    }
+    return text;
+}
+std::string plus_root_(double x, const COEFFICIENTS& xs) {
+    double sum = 0;
+    for (size_t i = 0; i < xs.size(); ++i) sum += (double) xs[i] * std::pow(x, (double) i);
+    if (std::fabs(sum) <= ATOL) return ROOT;
+    return "x = " + plus_shortest_(x) + ", poly(x) = " + plus_shortest_(sum);
+}
+"""
+
+
+def _root_helper(template: str, coefficients: ValueType, atol: float, target: str) -> str:
+    return (template.replace("COEFFICIENTS", coefficients.spelled)
+            .replace("ATOL", repr(atol)).replace("ROOT", quoted(root_text(atol), target)))
+
+
+def _cpp_roots(signature: Signature, checks: list[Check], atol: float) -> str:
+    lines = ["#undef NDEBUG", "#include<assert.h>",
+             _root_helper(_CPP_ROOT, signature.params[0], atol, "cpp"), "int main(){"]
+    expected = f"std::string({quoted(root_text(atol), 'cpp')})"
+    for check in checks:
+        call = f"{signature.name}({', '.join(check.arguments)})"
+        lines.append(f"    assert (plus_root_({call}, {check.arguments[0]}) == ({expected}));")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+_JAVA_ROOT = """\
+    static String plusRoot(double x, List<? extends Number> xs) {
+        double sum = 0;
+        for (int i = 0; i < xs.size(); i++) sum += xs.get(i).doubleValue() * Math.pow(x, i);
+        if (Math.abs(sum) <= ATOL) return ROOT;
+        return "x = " + x + ", poly(x) = " + sum;
+    }
+"""
+
+
+def _java_roots(signature: Signature, checks: list[Check], atol: float) -> str:
+    lines = ["public class Main {", _root_helper(_JAVA_ROOT, signature.params[0], atol, "java")]
+    expected = quoted(root_text(atol), "java")
+    chunks = [checks[i:i + _JAVA_CHUNK] for i in range(0, len(checks), _JAVA_CHUNK)]
+    for number, chunk in enumerate(chunks):
+        lines.append(f"    static void plusChecks{number}(Solution s) {{")
+        for check in chunk:
+            call = f"s.{signature.name}({', '.join(check.arguments)})"
+            lines.append(f"        if (!Objects.equals(plusRoot({call}, {check.arguments[0]}), "
+                         f"{expected})) {{ throw new AssertionError(); }}")
+        lines.append("    }")
+    lines.append("    public static void main(String[] args) {")
+    lines.append("        Solution s = new Solution();")
+    lines.extend(f"        plusChecks{number}(s);" for number in range(len(chunks)))
+    lines.append("    }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# `**` and a conditional rather than Math.pow and Math.abs: the program runs first, in
+# the same realm, and could replace Math's functions with ones that make every x a root.
+_JS_ROOT = """\
+  const plusRoot = (x, xs) => {
+    if (typeof x !== 'number' && typeof x !== 'boolean') {
+      let shown
+      try { shown = `${x}` } catch (error) { shown = typeof x }
+      return `x = ${shown} (a ${typeof x}), not a number`
+    }
+    let sum = 0
+    for (let i = 0; i < xs.length; i++) sum += xs[i] * (+x) ** i
+    return (sum < 0 ? -sum : sum) <= ATOL ? ROOT : `x = ${x}, poly(x) = ${sum}`
+  }
+"""
+
+
+def _js_roots(signature: Signature, checks: list[Check], atol: float) -> str:
+    lines = ["{", _JS_HELPERS, _root_helper(_JS_ROOT, signature.params[0], atol, "js")]
+    expected = quoted(root_text(atol), "js")
+    for check in checks:
+        call = f"{signature.name}({', '.join(check.arguments)})"
+        lines.append(f"  assert.deepEqual(plusRoot({call}, {check.arguments[0]}), "
+                     f"{expected}, null)")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+_GO_ROOT = """\
+func plusRoot(x float64, xs COEFFICIENTS) string {
+    sum := 0.0
+    for i, c := range xs {
+        sum += float64(c) * math.Pow(x, float64(i))
+    }
+    if math.Abs(sum) <= ATOL {
+        return ROOT
+    }
+    return "x = " + strconv.FormatFloat(x, 'g', -1, 64) + ", poly(x) = " +
+        strconv.FormatFloat(sum, 'g', -1, 64)
+}"""
+
+
+def _go_roots(signature: Signature, checks: list[Check], atol: float) -> str:
+    lines = [f"func Test{signature.name}Plus(t *testing.T) {{", "    assert := assert.New(t)"]
+    expected = quoted(root_text(atol), "go")
+    for check in checks:
+        call = f"{signature.name}({', '.join(check.arguments)})"
+        lines.append(f"    assert.Equal({expected}, plusRoot({call}, {check.arguments[0]}))")
+    lines.append("}")
+    lines.append(_root_helper(_GO_ROOT, signature.params[0], atol, "go"))
+    return "\n".join(lines) + "\n"
+
+
+_RUST_ROOT = """\
+    fn plus_root(x: f64, xs: &[ELEMENT]) -> String {
+        let mut sum: f64 = 0.0;
+        for (i, c) in xs.iter().enumerate() {
+            sum += (*c as f64) * x.powf(i as f64);
+        }
+        if sum.abs() <= ATOL {
+            return ROOT.to_string();
+        }
+        format!("x = {:?}, poly(x) = {:?}", x, sum)
+    }
+"""
+
+
+def _rust_roots(signature: Signature, checks: list[Check], atol: float) -> str:
+    element = signature.params[0].args[0].spelled if signature.params[0].args else "f64"
+    lines = ["", "#[cfg(test)]", "mod tests {", "    use super::*;", "",
+             _root_helper(_RUST_ROOT.replace("ELEMENT", element), signature.params[0], atol,
+                          "rust"),
+             "    #[test]", f"    fn test_{signature.name}_plus() {{"]
+    expected = quoted(root_text(atol), "rust")
+    for check in checks:
+        call = f"{signature.name}({', '.join(check.arguments)})"
+        lines.append(f"        assert_eq!(plus_root({call}, {check.arguments[0]}), {expected});")
     lines.append("    }")
     lines.append("}")
     return "\n".join(lines) + "\n"
