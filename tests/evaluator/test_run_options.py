@@ -47,3 +47,13 @@ def test_to_dict_and_from_dict_go_round():
 def test_bad_stored_options_are_refused_by_name(data, message):
     with pytest.raises(ValueError, match=message):
         RunOptions.from_dict(data)
+
+
+def test_a_compilers_wall_clock_is_a_backstop_not_its_limit():
+    """CPU time decides a compile, as it decides a run: a busy machine stretches a
+    compile's wall time, and a wall limit as tight as the CPU one failed correct programs
+    (a full-set C++ plus program: 28 s of CPU, 92 s of wall time at load 11)."""
+    limits = RunOptions().compile_limits
+    assert limits.cpu_seconds == 60.0
+    assert limits.wall_seconds == wall_backstop(limits.cpu_seconds) >= 2.5 * limits.cpu_seconds
+    assert RunOptions.from_dict({"timeout_seconds": 3.0}).compile_limits == limits
