@@ -8,7 +8,8 @@ code here knows any task: everything task-specific is in the data.
     apply_patches(problem) -> a patched copy, the patches named in `extra["patches"]`
     explains(problem, test_set, task) -> the defects that explain a failing canonical
                                          solution
-    explains_input(problem, arguments) -> those that explain one failing HumanEval+ input
+    explains_input(problem, arguments, cause, fixed) -> those that explain one failing
+                                                        HumanEval+ input
     nondeterministic_tests(problem, test_set) -> those that say the test's own inputs vary
                                                  from run to run
 
@@ -57,6 +58,13 @@ TEST_SETS = ("hidden", "example", "plus")
 TEST_FIELDS = frozenset({"test", "example_test"})
 FIELD_TEST_SETS = {"test": "hidden", "example_test": "example"}
 TASKS = ("generation", "translation")
+RULE_CAUSES = frozenset({
+    "integral_float", "float32_input", "negative_operand", "overflow", "float_precision",
+    "non_ascii_semantics", "timeout",
+})
+"""The causes a `rule` may name: those of `evaluator.plus.validate.classify` that describe
+a class of inputs. Its catch-alls (`unexplained`, `program_failed`) and the causes of other
+checks (`variant_interface`, `broken_oracle`, `humaneval_canonical`) describe none."""
 
 
 NO_VERDICT_KINDS = frozenset({"not_a_defect", "cosmetic"})
@@ -96,6 +104,26 @@ class Patch:
 
 
 @dataclass(frozen=True)
+class Rule:
+    """The failing plus inputs a defect explains as a class, in any set (the full set's
+    after the Mini set's were listed): those the validation puts down to one of `causes`
+    (`RULE_CAUSES`), and with `fixed_by_patch` those that the problem's solution passes
+    once the registry's patches (this entry's among them) are applied, whatever cause the
+    validation read off their values."""
+
+    causes: tuple[str, ...] = ()
+    fixed_by_patch: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.causes:
+            data["causes"] = list(self.causes)
+        if self.fixed_by_patch:
+            data["fixed_by_patch"] = True
+        return data
+
+
+@dataclass(frozen=True)
 class Detect:
     """Text whose presence in a field shows that the defect is in this copy of the data."""
 
@@ -124,8 +152,26 @@ class Defect:
     inputs: tuple[str, ...] = ()
     """For a defect found by the plus tests: the failing HumanEval+ inputs, each the
     `repr` of its argument list; none listed means any input of the problem may fail."""
+    rule: Rule | None = None
+    """For a defect found by the plus tests that is a class of inputs rather than a few:
+    the failing inputs it explains besides those listed in `inputs`."""
     detect: Detect | None = None
     patch: Patch | None = None
+
+    def explains_plus_input(self, arguments: str, cause: str = "",
+                            fixed: bool = False) -> bool:
+        """Whether this defect explains a failing plus input (`arguments`: the `repr` of
+        its argument list; `cause`: the validation's cause for it; `fixed`: whether the
+        registry's patches make the problem's solution pass it): one it lists, one its
+        rule takes in, or any at all when it names none either way."""
+        if not self.inputs and self.rule is None:
+            return True
+        if arguments in self.inputs:
+            return True
+        if self.rule is None:
+            return False
+        return (bool(cause) and cause in self.rule.causes) \
+            or (fixed and self.rule.fixed_by_patch)
 
     def concerns(self, *, tests: str, task: str) -> bool:
         """Whether this defect can change a verdict of a run on `tests` (hidden, example)
@@ -165,6 +211,8 @@ class Defect:
         }
         if self.inputs:
             data["inputs"] = list(self.inputs)
+        if self.rule:
+            data["rule"] = self.rule.to_dict()
         if self.detect:
             data["detect"] = {"field": self.detect.field, "contains": self.detect.contains}
         if self.patch:
@@ -229,6 +277,16 @@ def _defect(entry: Any, where: str) -> Defect:
         raise DefectError(f"{where}: inputs takes a list of argument lists' reprs")
     if inputs and "plus" not in fails and entry["kind"] != INTERFACE_KIND:
         raise DefectError(f"{where}: inputs are for a defect the plus tests find")
+    rule = _rule(entry.get("rule"), where)
+    if rule and rule.fixed_by_patch and not entry.get("patch"):
+        raise DefectError(f"{where}: a rule fixed_by_patch needs the entry's patch")
+    if rule and "plus" not in fails:
+        raise DefectError(f"{where}: a rule is for a defect the plus tests find")
+    if rule and not inputs and entry["kind"] == INTERFACE_KIND:
+        # The builder leaves out an interface entry's inputs before any cause is known:
+        # by its list, or all of them when it lists none.
+        raise DefectError(f"{where}: a {INTERFACE_KIND} entry with a rule lists the "
+                          "inputs the builder leaves out")
     tasks = tuple(entry.get("tasks", TASKS))
     if not tasks or any(task not in TASKS for task in tasks):
         raise DefectError(f"{where}: tasks takes {TASKS}")
@@ -263,9 +321,25 @@ def _defect(entry: Any, where: str) -> Defect:
         task_id=entry["task_id"], source_id=entry.get("source_id", ""), kind=entry["kind"],
         defect=entry["defect"], evidence=entry["evidence"], effect=entry["effect"],
         canonical_fails=fails, tasks=tasks, flaky=bool(entry.get("flaky", False)),
-        inputs=tuple(inputs), detect=detect,
+        inputs=tuple(inputs), rule=rule, detect=detect,
         patch=patch,
     )
+
+
+def _rule(raw: Any, where: str) -> Rule | None:
+    if raw is None:
+        return None
+    shape = (f"{where}: a rule is {{\"causes\": [...], \"fixed_by_patch\": true}} (either or "
+             f"both), each cause one of {sorted(RULE_CAUSES)}")
+    if not isinstance(raw, dict) or not raw or set(raw) - {"causes", "fixed_by_patch"}:
+        raise DefectError(shape)
+    causes = raw.get("causes", [])
+    fixed = raw.get("fixed_by_patch", False)
+    if not isinstance(causes, list) or ("causes" in raw and not causes) \
+            or any(cause not in RULE_CAUSES for cause in causes) \
+            or fixed not in (True, False) or ("fixed_by_patch" in raw and not fixed):
+        raise DefectError(shape)
+    return Rule(causes=tuple(causes), fixed_by_patch=fixed)
 
 
 def parse_defect(entry: Any, where: str = "entry") -> Defect:
@@ -295,13 +369,15 @@ def explains(problem: Problem, test_set: str, task: str = "generation") -> list[
             if test_set in d.canonical_fails and task in d.tasks]
 
 
-def explains_input(problem: Problem, arguments: str,
+def explains_input(problem: Problem, arguments: str, cause: str = "", fixed: bool = False,
                    task: str = "generation") -> list[Defect]:
     """The defects that explain the canonical solution failing the plus test of one
-    HumanEval+ input (`arguments`: the `repr` of its argument list)."""
+    HumanEval+ input (`arguments`: the `repr` of its argument list; `cause`: the one
+    `evaluator.plus.validate.classify` gave it; `fixed`: whether the solution patched by
+    the registry passes it; an entry's `rule` may take in either)."""
     return [d for d in defects_for(problem)
             if "plus" in d.canonical_fails and task in d.tasks
-            and (not d.inputs or arguments in d.inputs)]
+            and d.explains_plus_input(arguments, cause, fixed)]
 
 
 def nondeterministic_tests(problem: Problem, test_set: str = "hidden",

@@ -13,6 +13,7 @@ given as `solutions` (the record's canonical solution is HumanEval+'s, the oracl
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -57,8 +58,10 @@ CAUSES = {
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
-def classify(outcome: TestOutcome, *, arguments: str = "", float32: bool = False) -> str:
-    """The likely cause of one failing plus test, from its shown values."""
+def classify(outcome: TestOutcome, *, arguments: str = "", given: str = "",
+             float32: bool = False) -> str:
+    """The likely cause of one failing plus test, from its shown values: `arguments`, the
+    check's text, and `given`, the `repr` of HumanEval+'s argument list where known."""
     if outcome.status in ("timeout", "not_run"):
         return "timeout"
     if "overflow" in (outcome.message or "").lower():
@@ -75,13 +78,36 @@ def classify(outcome: TestOutcome, *, arguments: str = "", float32: bool = False
             return "overflow"
         if any(a != e and abs(a - e) <= 1e-3 * max(1.0, abs(e)) for a, e in pairs):
             return "float_precision"
-    if re.search(r"(?<![\w.])-?\d+\.0(?![\d.e])", arguments):
+    if _holds_integral_float(given, arguments):
         return "integral_float"
     if float32:
         return "float32_input"
     if re.search(r"(?<![\w.])-\d", arguments):
         return "negative_operand"
     return "unexplained"
+
+
+def _holds_integral_float(given: str, check: str) -> bool:
+    """Whether the input holds a float with an integral value. Read off HumanEval+'s own
+    arguments where they are known: a float parameter's check shows every int as one
+    (`any_int(1000000000.0f, ...)` for Python's `[1000000000, ...]`)."""
+    try:
+        values = ast.literal_eval(given) if given else None
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        values = None
+    if values is None:
+        return re.search(r"(?<![\w.])-?\d+\.0(?![\d.e])", given or check) is not None
+    stack = [values]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, float) and value.is_integer():
+            return True
+        if isinstance(value, list | tuple | set):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+    return False
 
 
 def _numbers(text: str) -> list[float]:
@@ -146,12 +172,13 @@ def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
         kept, _ = _plus_inputs(problem)
         tests += len(kept)
         given = (arguments or {}).get(task_id)
-        found = _failures(problem, result, list(given) if given is not None
-                          else [repr(list(case.args)) for case in problem.call_cases])
-        passed += len(kept) - failed_inputs(found)
-        after = found if task_id not in patched_results else _failures(
+        after = None if task_id not in patched_results else _failures(
             problem, patched_results[task_id], [])
-        passed_patched += len(kept) - failed_inputs(after)
+        found = _failures(problem, result, list(given) if given is not None
+                          else [repr(list(case.args)) for case in problem.call_cases],
+                          fixed=_fixed_inputs(kept, after))
+        passed += len(kept) - failed_inputs(found)
+        passed_patched += len(kept) - failed_inputs(found if after is None else after)
         failures.extend(found)
     explained = failed_inputs(f for f in failures if f["explained_by"])
     return {"problems": len(problems), "tests": tests, "passed": passed,
@@ -230,11 +257,20 @@ def _run_canonical(problems: Mapping[str, Problem], solutions: Mapping[str, str]
     return results
 
 
-def _failures(problem: Problem, result: SampleResult,
-              arguments: list[str]) -> list[dict[str, Any]]:
+def _fixed_inputs(kept: Sequence[int],
+                  patched: Sequence[Mapping[str, Any]] | None) -> frozenset[int]:
+    """The kept inputs the patched solution passes (`patched`: its failures; None, not
+    patched): a patched program that did not run passes none."""
+    if patched is None or any("input" not in failure for failure in patched):
+        return frozenset()
+    return frozenset(kept) - {int(failure["input"]) for failure in patched}
+
+
+def _failures(problem: Problem, result: SampleResult, arguments: list[str],
+              fixed: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
     """One entry per failing kept input (or one for a program that did not run at all,
     with `inputs` its count), each with its likely cause and the registry entries that
-    explain it."""
+    explain it (`fixed`: the inputs the registry's patches make the solution pass)."""
     kept, groups = _plus_inputs(problem)
     outcomes = [t for t in result.tests if t.source != "<whole program>"]
     if len(outcomes) != len(kept):
@@ -244,25 +280,30 @@ def _failures(problem: Problem, result: SampleResult,
         return [{"task_id": problem.task_id, "status": result.status,
                  "cause": "timeout" if result.status == "timeout" else "program_failed",
                  "inputs": len(kept), "message": result.message[:300],
-                 "explained_by": [d.id for d in explains(problem, "plus")]}]
+                 # Only an entry that says every plus input fails explains a program
+                 # that never reached its tests: one naming some inputs, or a class of
+                 # them, says nothing of a compile that ran out of time.
+                 "explained_by": [d.id for d in explains(problem, "plus")
+                                  if not d.inputs and d.rule is None]}]
     found: list[dict[str, Any]] = []
     float32 = _takes_float32(problem)
     for position, (index, group, outcome) in enumerate(zip(kept, groups, outcomes,
                                                             strict=True)):
         if outcome.status == "passed":
             continue
-        cause = classify(outcome, arguments=outcome.source, float32=float32)
+        given = arguments[position] if position < len(arguments) else ""
+        cause = classify(outcome, arguments=outcome.source, given=given, float32=float32)
         # Only a typed variant ships tests of its own for HumanEval's inputs.
         if group == "base" and cause != "timeout" and problem.language != "python":
             cause = "variant_interface"
-        given = arguments[position] if position < len(arguments) else ""
         found.append({"task_id": problem.task_id, "input": index, "group": group,
                       "cause": cause, "status": outcome.status, "arguments": given[:300],
                       "check": outcome.source[:300],
                       "expected": (outcome.expected or "")[:200],
                       "actual": (outcome.actual or "")[:200],
                       "message": (outcome.message or "")[:200],
-                      "explained_by": [d.id for d in explains_input(problem, given)]})
+                      "explained_by": [d.id for d in explains_input(
+                          problem, given, cause, fixed=index in fixed)]})
     return found
 
 
