@@ -60,7 +60,7 @@ FIELD_TEST_SETS = {"test": "hidden", "example_test": "example"}
 TASKS = ("generation", "translation")
 RULE_CAUSES = frozenset({
     "integral_float", "float32_input", "negative_operand", "overflow", "float_precision",
-    "non_ascii_semantics", "timeout",
+    "non_ascii_semantics", "timeout", "not_a_root",
 })
 """The causes a `rule` may name: those of `evaluator.plus.validate.classify` that describe
 a class of inputs. Its catch-alls (`unexplained`, `program_failed`) and the causes of other

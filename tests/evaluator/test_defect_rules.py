@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -232,3 +233,20 @@ def test_a_program_that_never_reached_its_tests_is_not_put_down_to_an_input_entr
                           message="compilation took too long")
     (found,) = _failures(problem, result, ["[3.0, 4, 8]", "[1.5, 2, 3]", "[1.5, 2, 4]"])
     assert (found["cause"], found["inputs"], found["explained_by"]) == ("timeout", 3, [])
+
+
+def test_a_missed_root_is_named_as_such_in_base_and_plus_inputs() -> None:
+    """HumanEval/32's checks judge any input, HumanEval's own included, by the property:
+    a failing one is the solution's miss, not the variant asking for another output."""
+    problem = _plus_problem("HumanEval/32", "double find_zero(vector<double> xs){\n",
+                            "find_zero", 2)
+    problem = replace(problem, extra={"plus": {"set": "full", "kept": [0, 1],
+                                               "groups": ["base", "plus"]}})
+    outcomes = tuple(Outcome(index=n, source=f"check_root({{1, {n}}})", status="failed",
+                             expected="a root, |poly(x)| <= 0.0001",
+                             actual="x = 2.5, poly(x) = -0.375") for n in range(2))
+    result = SampleResult(task_id="HumanEval/32", completion_id=0, status="failed",
+                          program_hash="h", tests=outcomes, language="cpp")
+    found = _failures(problem, result, ["[[1, 0]]", "[[1, 1]]"])
+    assert [(f["group"], f["cause"]) for f in found] == [("base", "not_a_root"),
+                                                         ("plus", "not_a_root")]
