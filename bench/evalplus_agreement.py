@@ -26,8 +26,10 @@ Per sample, base (HumanEval's inputs) and plus (base and extra inputs, as EvalPl
 it) verdicts are compared; every disagreement is listed with both verdicts and a cause
 where one can be read. Time limits differ by design: EvalPlus limits each input to
 max(1 s, 4 x the canonical solution's wall time on it, measured once) and a sample to the
-sum of these (at most 60 s) + 1 s; ours gives each input the same factor and floor but
-in CPU seconds, measured beside it in the same job, and the program 20 s of CPU. So a
+sum of these (at most 60 s) + 1 s, for each of its two runs (base, then plus); ours
+gives each input the same factor and floor but in CPU seconds, measured beside it in the
+same job, and the program, both groups in one process, the sum of the two runs' limits in
+CPU seconds (each input counted at its floor: `Profile.program_time_limits`). So a
 disagreement on a slow input is read as one of time limits. EvalPlus stops a sample at its
 first failing input (`fast_check`) and ours runs all of them, to report each one. Before
 a program's top-level code runs, EvalPlus sets `open`, `os.getcwd`... to None: a program

@@ -448,7 +448,10 @@ class Engine:
     def _execute(self, unit: _Unit,
                  on_progress: Callable[[dict[str, Any]], None] | None = None) -> SampleResult:
         options = self.config.options
-        sandbox = SandboxInfo(backend=self.backend.name, limits=options.limits.to_dict(),
+        # A job may carry limits of its own (a profile's per-program rule): the result
+        # records those it ran under.
+        limits = {**options.limits.to_dict(), **unit.prepared.job.get("limits", {})}
+        sandbox = SandboxInfo(backend=self.backend.name, limits=limits,
                               level=self.backend.level, chosen=self.backend.chosen)
         first = unit.samples[0][1]
         answer = self._build_and_run(unit, on_progress)
@@ -470,7 +473,10 @@ class Engine:
                                                        unit.problem, options, sandbox)
                 result = replace(again_result, tests=result.tests,
                                  suspicious=(*result.suspicious, note))
-        return replace(result, facts=run_facts(judged, options.limits.cpu_seconds))
+        facts = run_facts(judged, float(limits["cpu_seconds"]))
+        if unit.prepared.job.get("limit_rule"):
+            facts["limit_rule"] = unit.prepared.job["limit_rule"]
+        return replace(result, facts=facts)
 
     def _build_and_run(self, unit: _Unit,
                        on_progress: Callable[[dict[str, Any]], None] | None = None,

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from evaluator.records import Problem, SampleResult
+from evaluator.sandbox.base import WALL_BACKSTOP_SECONDS
 
 PassRule = Literal["tests", "exit_zero", "exit_zero_quiet"]
 """`tests`: every test ran and passed and the program ended normally (ours; for Python's
@@ -76,6 +77,18 @@ class ProfileKnob:
 
 
 @dataclass(frozen=True)
+class GroupTimeRule:
+    """EvalPlus's limit on a program judged by groups of inputs: it runs each group (the
+    base inputs, then the plus inputs) in a process of its own, given min(`cap`, the sum
+    of the group's per-input limits) + `grace` seconds, and waits `join` seconds more for
+    it to end (evalplus/eval/__init__.py, `untrusted_check`)."""
+
+    cap: float = 60.0
+    grace: float = 1.0
+    join: float = 1.0
+
+
+@dataclass(frozen=True)
 class Point:
     """One documented aspect of a profile: limits, flags, pass, post-processing."""
 
@@ -106,6 +119,10 @@ class Profile:
     """(factor, minimum seconds): each call-case input of a Python program is limited to
     max(minimum, factor × the canonical solution's CPU time on it), as EvalPlus limits
     each input; None: only the program's own limit."""
+    group_time_rule: GroupTimeRule | None = None
+    """With `input_time_limits`: a program judged by its call cases gets, in place of the
+    fixed time limit, the sum of its groups' limits (`program_time_limits`); None: the
+    fixed limit only."""
     postprocess: str = ""
     """The name of a text transformation in `POSTPROCESSORS`, applied before execution."""
     lingering_work_times_out: bool = False
@@ -123,6 +140,39 @@ class Profile:
 
     def time_limit(self, language: str) -> float | None:
         return self.time_limits.get(language, self.time_limits.get("*"))
+
+    def program_time_limits(self, problem: Problem) -> tuple[float, float] | None:
+        """The CPU and wall-clock seconds `problem`'s whole program gets under
+        `group_time_rule`, or None where the fixed limit applies (no such rule, no
+        per-input limits, or no call cases).
+
+        CPU: each group's min(cap, sum of its inputs' limits) + grace, added up, as our
+        program runs every group in one process. Each input is counted at its floor
+        (`input_time_limits`' minimum): the canonical solution's times are measured in
+        the same job, after the limit is set, and it is under a quarter of the floor on
+        nearly every HumanEval+ input. Wall: that, plus each group's `join`, plus the
+        start that every sandboxed job is allowed (`WALL_BACKSTOP_SECONDS`), so a program
+        that sleeps holds a worker about as long as EvalPlus's own bound on it. The job
+        takes the run's limits where they are larger (`Python.prepare`)."""
+        rule = self.group_time_rule
+        if rule is None or self.input_time_limits is None or not problem.call_cases:
+            return None
+        floor = self.input_time_limits[1]
+        sizes: dict[str, int] = {}
+        for case in problem.call_cases:
+            sizes[case.group] = sizes.get(case.group, 0) + 1
+        cpu = sum(min(rule.cap, size * floor) + rule.grace for size in sizes.values())
+        return cpu, cpu + rule.join * len(sizes) + WALL_BACKSTOP_SECONDS
+
+    def cpu_limit_for(self, result: SampleResult) -> float | None:
+        """The CPU seconds this profile holds `result` to: the limit it ran under when
+        that was this profile's own per-program rule (`program_time_limits`, recorded as
+        the `limit_rule` fact), else the fixed limit."""
+        facts = result.facts or {}
+        if (self.group_time_rule is not None and facts.get("limit_rule") == self.label
+                and facts.get("cpu_limit_ms") is not None):
+            return float(facts["cpu_limit_ms"]) / 1000
+        return self.time_limit(result.language)
 
     def pass_rule(self, language: str) -> PassRule:
         return self.pass_rules.get(language, self.pass_rules.get("*", "tests"))
@@ -153,12 +203,21 @@ class Profile:
         facts = result.facts
         if not facts:
             return "the result records no execution facts (evaluated before profiles)"
-        limit = self.time_limit(result.language)
+        limit = self.cpu_limit_for(result)
         ran_under = facts.get("cpu_limit_ms")
-        if (limit is not None and facts.get("killed_for") in ("cpu", "wall")
-                and ran_under is not None and ran_under < limit * 1000):
+        if facts.get("killed_for") not in ("cpu", "wall") or ran_under is None:
+            return None
+        if limit is not None and ran_under < limit * 1000:
             return (f"it was stopped at {ran_under / 1000:g} s, before this profile's "
                     f"{limit:g} s limit")
+        if (self.group_time_rule is not None
+                and facts.get("limit_rule") != self.label
+                and any(t.group for t in result.tests)):
+            # Judged by inputs, it ran under another rule (this profile's fixed limit of
+            # an earlier version, say): its limit here is its inputs', known only to the
+            # job that runs it.
+            return (f"it was stopped at {ran_under / 1000:g} s, and {self.label} limits a "
+                    "program judged by inputs by the sum of its inputs' limits")
         return None
 
     def rejudge(self, result: SampleResult) -> SampleResult:
@@ -171,7 +230,7 @@ class Profile:
         strict = _strict_status(result)
         status, error_type, message = strict
         facts = result.facts
-        limit = self.time_limit(result.language)
+        limit = self.cpu_limit_for(result)
         cpu_ms = facts.get("cpu_ms")
         rule = self.pass_rule(result.language)
         if status in UNDECIDED_STATUSES or status == "compile_error":
@@ -369,18 +428,26 @@ BIGCODE = Profile(
 )
 
 EVALPLUS = Profile(
-    name="evalplus", version="1", title="evalplus/evalplus, base and plus inputs",
+    name="evalplus", version="2", title="evalplus/evalplus, base and plus inputs",
     reference="evalplus/evalplus evalplus/eval/__init__.py",
     time_limits={"*": 20.0},
     input_time_limits=(4.0, 1.0),
+    group_time_rule=GroupTimeRule(),
     points=(
         Point("limits", "Each input is limited to 4 × the canonical solution's time on "
                         "it, and at least 1 s (EvalPlus's DEFAULT_GT_TIME_LIMIT_FACTOR and "
                         "DEFAULT_MIN_TIME_LIMIT, evalplus/config.py); an input over its "
                         "limit fails the sample as a timeout. EvalPlus times both on the "
                         "wall clock; we time both in CPU seconds, in the same process, so "
-                        "the limit holds on a busy machine. The whole program: 20 s of "
-                        "CPU."),
+                        "the limit holds on a busy machine. The whole program: EvalPlus's "
+                        "limit on each of its two runs (base inputs, then plus inputs), the "
+                        "sum of the group's input limits, at most 60 s, + 1 s, added up "
+                        "over both, in CPU seconds, each input counted at its 1 s floor; "
+                        "on the wall clock that + 1 s per group + 5 s, so a program that "
+                        "sleeps is stopped about when EvalPlus would stop it. Never less "
+                        "than 20 s of CPU and 65 s of wall time, the limit of a program "
+                        "judged by asserts rather than inputs. A limit the user chose "
+                        "replaces both."),
         Point("flags", "None."),
         Point("pass", "Every base and plus input gives the expected output (floats "
                       "within the task's atol)."),

@@ -26,7 +26,7 @@ from evaluator.languages.base import (
     program_hash,
 )
 from evaluator.languages.syntax_check import Answer, RunJob, parse_by_script
-from evaluator.profiles import get_profile
+from evaluator.profiles import LIMIT_OVERRIDES, get_profile
 from evaluator.records import CallCase, Problem, RunOptions, Sample, SampleResult
 from evaluator.sandbox.base import Mount
 
@@ -154,12 +154,26 @@ class Python(Language):
                 "reference_source": reference,
                 "limits": limits,
             }
-            input_limits = get_profile(options.profile).input_time_limits
+            profile = get_profile(options.profile)
+            input_limits = profile.input_time_limits
             if input_limits and reference:
                 job["input_limits"] = {"factor": input_limits[0], "minimum": input_limits[1]}
+                # The profile's own limit for the whole program, by its inputs; a limit a
+                # user or operator chose stands as chosen. Never below the run's limit:
+                # the rule counts each input at its floor, and its wall clock leaves a
+                # busy machine little room.
+                by_inputs = (None if options.limit_source in LIMIT_OVERRIDES
+                             else profile.program_time_limits(problem))
+                if by_inputs is not None:
+                    job["limits"] = {
+                        **limits,
+                        "cpu_seconds": max(by_inputs[0], float(limits["cpu_seconds"])),
+                        "wall_seconds": max(by_inputs[1], float(limits["wall_seconds"]))}
+                    job["limit_rule"] = profile.label
             digest = program_hash("python-calls", program, reference,
                                   repr(job["call_cases"]),
-                                  *([repr(job["input_limits"])] if "input_limits" in job else []))
+                                  *([repr(job["input_limits"])] if "input_limits" in job else []),
+                                  *([repr(job["limits"])] if "limit_rule" in job else []))
         else:
             program, first_line = self.build(problem, sample, options)
             job = {
