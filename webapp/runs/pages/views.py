@@ -3,15 +3,16 @@ scores, exports, cancel and re-run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -25,17 +26,19 @@ from webapp.query_params import (
     query_int,
     query_text,
 )
-from webapp.runs.domain.events import PassAtKValue
+from webapp.runs.domain.events import PassAtKValue, SnapshotEvent
 from webapp.runs.forms import ConfirmForm, UploadForm
-from webapp.runs.models import SAMPLE_STATUSES, RunMetric, Sample
+from webapp.runs.models import SAMPLE_STATUSES, Run, RunMetric, Sample
 from webapp.runs.reads import exports
 from webapp.runs.reads.page_cache import (
+    FINISHED_SECONDS,
+    LIVE_PART_SECONDS,
     fragment_key,
     key_of,
+    live_entry,
     read_ahead,
     reading_ahead,
     run_row,
-    run_timeout,
     run_version,
     shared,
 )
@@ -45,6 +48,7 @@ from webapp.runs.reads.reports import (
     SANITIZING_FILTERS,
     FailureBar,
     ProblemTable,
+    RunFacts,
     SampleFilters,
     capped,
     check_task_id,
@@ -89,6 +93,8 @@ from webapp.runs.services.writes import run_cancel, run_rerun
 from webapp.streaming import StreamedDownload
 from webapp.teams.selectors import keep_roles
 from webapp.teams.signed_in import SignedInRequest
+
+T = TypeVar("T")
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
@@ -186,6 +192,41 @@ RUN_PARTS = ("run-snapshot", "run-facts", "run-unstable", "run-lifecycle")
 """The entries of a run page keyed by the run's state alone."""
 RUN_FRAGMENTS = ("glance", "nav", "sections")
 """The parts `runs/run_detail.html` keeps under the page's key (`{% shared_fragment %}`)."""
+REREAD_FIELDS = ("status", "error", "started_at", "finished_at", "recoveries", "recovered_at",
+                 "sandbox_backend")
+"""What a run still going may have changed since its row was read, that its page shows."""
+
+
+class RunParts(TypedDict):
+    """What a run page is drawn from beside the run's row and the viewer."""
+
+    snapshot: SnapshotEvent
+    facts: RunFacts
+    unstable: int
+    lifecycle: dict[str, Any]
+
+
+def run_live_parts(*, run: Run) -> RunParts:
+    """The parts of a run still going, drawn together so that its page never mixes two
+    moments: the snapshot first, whose event number the page resumes from, then the rest."""
+    snapshot = run_snapshot(run=run)
+    run.refresh_from_db(fields=REREAD_FIELDS)
+    return RunParts(snapshot=snapshot, facts=run_facts(run=run),
+                    unstable=run_unstable_count(run=run),
+                    lifecycle=run_lifecycle_context(run=run))
+
+
+def run_parts_at_rest(*, run: Run, version: str) -> RunParts:
+    keys = {name: key_of(name, run.pk, version) for name in RUN_PARTS}
+    read_ahead(keys.values())
+
+    def kept(name: str, draw: Callable[..., T]) -> T:
+        return shared(keys[name], partial(draw, run=run), timeout=FINISHED_SECONDS)
+
+    return RunParts(snapshot=kept("run-snapshot", run_snapshot),
+                    facts=kept("run-facts", run_facts),
+                    unstable=kept("run-unstable", run_unstable_count),
+                    lifecycle=kept("run-lifecycle", run_lifecycle_context))
 
 
 @handles_bad_query
@@ -196,35 +237,76 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     each part the template keeps (`{% shared_fragment %}`) is computed only when it is drawn."""
     keep_roles(request.user)  # its sections each ask what the viewer may do with the run
     run = get_run_for_user(user=request.user, run_id=run_id)
+    page = run_page_query(request, run=run)
+    version = run_version(run=run)
+    if run.is_active:
+        key = key_of("run-live", run.pk, version, page.variant)
+        with live_entry(key, partial(run_live_parts, run=run)) as live:
+            # The page must show nothing older than the event number it resumes from: the
+            # run may have been read before that number, so read its state again (events
+            # after it then apply on top).
+            run.refresh_from_db(fields=REREAD_FIELDS)
+            if run.is_active:
+                return run_page(request, run=run, page=page, parts=live["value"],
+                                drawn=(version, live["drawn"]), timeout=LIVE_PART_SECONDS)
+        # It came to rest since its row was read: its page is a run's at rest, never the
+        # live one, whose feed it would not follow.
+        run = get_run_for_user(user=request.user, run_id=run_id)
+        version = run_version(run=run)
+    parts = run_parts_at_rest(run=run, version=version)
+    return run_page(request, run=run, page=page, parts=parts,
+                    drawn=(version, parts["snapshot"]["seq"]), timeout=FINISHED_SECONDS)
+
+
+@dataclass(frozen=True)
+class RunPageQuery:
+    """What the viewer asked of a run page, and may do with the run."""
+
+    params: QueryDict
+    overlays: list[Run]
+    sort: str
+    descending: bool
+    show: str
+    status: str
+    text: str
+    page_number: int | None
+    picking: bool
+    can_manage: bool
+    variant: list[object]
+    """What the page's parts depend on beside the run's state: the query, the state of its
+    overlays and what the viewer may do."""
+
+
+def run_page_query(request: HttpRequest, *, run: Run) -> RunPageQuery:
     params = request.GET
     overlay_ids = [pk for pk in query_ids(params, "overlay", limit=MAX_OVERLAYS) if pk != run.pk]
     overlays = visible_runs_by_id(user=request.user, ids=overlay_ids, parameter="overlay")
-    sort = query_choice(params, "sort", PROBLEM_SORTS, default="task")
-    descending = query_choice(params, "order", ("asc", "desc"), default="asc") == "desc"
-    show = query_choice(params, "show", PROBLEM_SHOWS, default="all")
-    status = query_choice(params, "status", STATUSES)
-    text = query_text(params, "q")
-    page_number = query_int(params, "page", default=1, minimum=1)
-    # The overlay picker lists the runs the viewer may see: drawn only when asked for (or
-    # when overlays are drawn), as its query is a tenth of the page's time.
-    picking = bool(overlays) or query_choice(params, "pick", ("overlays",)) == "overlays"
-    version = run_version(run=run)
-    timeout = run_timeout(run)
-    # Each entry in one trip to the cache: those of the run's state now, those of the page
-    # once its key is known.
-    part_keys = {name: key_of(name, run.pk, version) for name in RUN_PARTS}
-    read_ahead(part_keys.values())
-    snapshot = shared(part_keys["run-snapshot"], partial(run_snapshot, run=run),
-                      timeout=timeout)
-    if run.is_active:
-        # The page must show nothing older than the event number it resumes from: the run
-        # was read before that number, so read its state again (events after it then apply
-        # on top). A run at rest was read as it is.
-        run.refresh_from_db(fields=["status", "error", "started_at", "finished_at",
-                                    "recoveries", "recovered_at", "sandbox_backend"])
     can_manage = run_can_manage(user=request.user, run=run)
-    page_key = key_of("run-page", run.pk, version, snapshot["seq"], sorted(params.lists()),
-                      [run_row(overlay) for overlay in overlays], can_manage)
+    return RunPageQuery(
+        params=params, overlays=overlays,
+        sort=query_choice(params, "sort", PROBLEM_SORTS, default="task"),
+        descending=query_choice(params, "order", ("asc", "desc"), default="asc") == "desc",
+        show=query_choice(params, "show", PROBLEM_SHOWS, default="all"),
+        status=query_choice(params, "status", STATUSES),
+        text=query_text(params, "q"),
+        page_number=query_int(params, "page", default=1, minimum=1),
+        # The overlay picker lists the runs the viewer may see: drawn only when asked for
+        # (or when overlays are drawn), as its query is a tenth of the page's time.
+        picking=bool(overlays) or query_choice(params, "pick", ("overlays",)) == "overlays",
+        can_manage=can_manage,
+        variant=[sorted(params.lists()), [run_row(overlay) for overlay in overlays],
+                 can_manage])
+
+
+def run_page(request: HttpRequest, *, run: Run, page: RunPageQuery, parts: RunParts,
+             drawn: object, timeout: int) -> HttpResponse:
+    """The run page drawn from `parts`, whose parts the template keeps are keyed by `drawn`:
+    what `parts` were drawn from."""
+    overlays, can_manage, picking = page.overlays, page.can_manage, page.picking
+    sort, descending, show, status, text, page_number = (
+        page.sort, page.descending, page.show, page.status, page.text, page.page_number)
+    snapshot = parts["snapshot"]
+    page_key = key_of("run-page", run.pk, drawn, page.variant)
     read_ahead([key_of("run-charts", page_key),
                 *(fragment_key(name, page_key) for name in RUN_FRAGMENTS)])
     # A run still going shows its rows so far, which the page updates live.
@@ -265,10 +347,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "run": run,
         "page_key": page_key,
         "page_timeout": timeout,
-        "facts": shared(part_keys["run-facts"], partial(run_facts, run=run), timeout=timeout),
+        "facts": parts["facts"],
         "sanitizing": cache(partial(run_sanitizing, run=run)),
-        "unstable": shared(part_keys["run-unstable"], partial(run_unstable_count, run=run),
-                           timeout=timeout),
+        "unstable": parts["unstable"],
         "unstable_url": samples_url(run, unstable="1"),
         "interruptions": run_interruptions(run=run),
         "snapshot": snapshot,
@@ -291,8 +372,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
                                if picking else []),
         "chart_data": shared(key_of("run-charts", page_key), chart_data, timeout=timeout),
         "can_manage": can_manage,
-        **shared(part_keys["run-lifecycle"], partial(run_lifecycle_context, run=run),
-                 timeout=timeout),
+        **parts["lifecycle"],
         "live_config": {
             **run_live_config(run=run, snapshot=snapshot, table_k=problem_table_k(run),
                               watching=request.user.is_authenticated),

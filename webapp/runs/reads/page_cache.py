@@ -14,21 +14,27 @@ Who is looking is never part of a shared entry: the permission decisions (may th
 see the run, manage it) are made on every request, before a key is built, and a part
 that depends on them has them in its key.
 
-A run still going changes with every sample: its parts are kept for `LIVE_SECONDS`, all
-drawn from one snapshot, whose event number the page resumes from (the live feed sends
-what came after it). A cache that fails (Redis restarting) costs time, never an answer.
+A run still going changes with every sample: its page is drawn from one entry
+(`live_entry`), its snapshot and the parts that change with it, whose event number the page
+resumes from (the live feed sends what came after it), and each part the page keeps has the
+entry's draw in its key. Past `LIVE_SECONDS` the entry is still served while one request
+draws the next: a page a few seconds old is as right as a new one, since the feed brings
+the rest. A cache that fails (Redis restarting) costs time, never an answer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import secrets
 import threading
+import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import wraps
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypedDict, TypeVar
 
 from django.core.cache import cache
 from django.db.models import Max
@@ -42,7 +48,16 @@ P = ParamSpec("P")
 log = logging.getLogger(__name__)
 
 LIVE_SECONDS = 3
-"""How long a run still going keeps a page part: its live feed brings the rest."""
+"""How long a run still going keeps a page part, or serves a page entry before one request
+draws it again: its live feed brings the rest."""
+LIVE_KEPT_SECONDS = 30
+"""How long a page entry of a run still going is kept: served past `LIVE_SECONDS` while its
+next one is drawn, or drawn again by whoever asks once a redraw has failed."""
+LIVE_PART_SECONDS = LIVE_KEPT_SECONDS + 2 * LIVE_SECONDS
+"""How long a part of a page drawn from such an entry is kept: a little longer than the
+entry, which is kept once the page is drawn, so that a request served the entry finds them."""
+LIVE_CLAIM_SECONDS = 10
+"""How long a request that claimed an entry's redraw has before another may claim it."""
 FINISHED_SECONDS = 3600
 """How long a finished run's part is kept unread (a new state has a new key anyway)."""
 
@@ -56,6 +71,16 @@ draws would ever be read twice."""
 
 CACHE_ERRORS = (RedisError, OSError)
 UNREAD = object()
+
+
+class LiveEntry(TypedDict, Generic[T]):
+    """A page entry of a run still going (`live_entry`)."""
+
+    value: T
+    drawn: str
+    """Which draw it is: the key of every part of a page drawn from it."""
+    fresh_until: float
+    """A `time.time()`; served as it is until then, and while its next one is drawn after."""
 
 
 def digest(parts: Iterable[object]) -> str:
@@ -177,6 +202,57 @@ def shared(key: str, draw: Callable[[], T], *, timeout: int) -> T:
         value = draw()
         _keep(key, value, timeout)
     return value
+
+
+@contextmanager
+def live_entry(key: str, draw: Callable[[], T]) -> Iterator[LiveEntry[T]]:
+    """The entry under `key` of a page that changes all the time (a run still going), for
+    the request to draw its page from, in the block; one that this request drew with `draw`
+    is kept when the block ends, once the page is drawn, fresh for `LIVE_SECONDS`.
+
+    An entry gone stale is still served, at once, to all but the one request that claims
+    its redraw (through the cache, so one across web processes): that one draws the next,
+    draws its page from it, and only then keeps it, so that the requests served the new
+    entry find the parts of its page drawn. Parts drawn from an entry must have its `drawn`
+    stamp in their keys. With no entry at all, the requests of a process wait for the one
+    drawing it (as `shared` does)."""
+    early = _read_early.get()
+    found: LiveEntry[T] | None = early[key] if early is not None and key in early else _read(key)
+    if found is not None and (time.time() < found["fresh_until"]
+                              or not _claim(f"{key}:redraw:{found['drawn']}")):
+        yield found
+        return
+    if found is not None:
+        entry = _drawn_entry(draw)
+        yield entry
+        _keep(key, _freshened(entry), LIVE_KEPT_SECONDS)
+        return
+    with _lock_of(key):
+        found = _read(key)
+        if found is not None:
+            yield found
+            return
+        entry = _drawn_entry(draw)
+        yield entry
+        _keep(key, _freshened(entry), LIVE_KEPT_SECONDS)
+
+
+def _drawn_entry(draw: Callable[[], T]) -> LiveEntry[T]:
+    return {"value": draw(), "drawn": secrets.token_hex(8), "fresh_until": 0.0}
+
+
+def _freshened(entry: LiveEntry[T]) -> LiveEntry[T]:
+    # Fresh from when it is kept, not drawn: its page took a while to draw on a busy machine.
+    return {**entry, "fresh_until": time.time() + LIVE_SECONDS}
+
+
+def _claim(key: str) -> bool:
+    """Whether this request is the one to draw a stale entry again; the others serve it."""
+    try:
+        return bool(cache.add(key, 1, LIVE_CLAIM_SECONDS))
+    except CACHE_ERRORS as exc:
+        log.warning("page cache unavailable, serving %s as it is: %s", key, exc)
+        return False
 
 
 def key_of(name: str, *parts: Any) -> str:
