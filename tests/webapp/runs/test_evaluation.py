@@ -223,15 +223,16 @@ def test_cancel_stops_a_running_chunk(personas, humaneval, samples_file, monkeyp
     monkeypatch.setattr("webapp.runs.services.writes._enqueue_start", lambda run_id: None)
     queued_run = _queued_run(personas, humaneval, samples_file)
     monkeypatch.setattr(leases, "CHECK_SECONDS", 0.01)
-    original = execution.sample_record_result
+    original = execution.sample_results_record
 
-    def record_then_cancel(**kwargs):
-        event = original(**kwargs)
+    def record_then_cancel(*, run_id, results):
+        # The cancel lands once the batch's first result is committed: the rest is refused.
+        events = original(run_id=run_id, results=results[:1])
         Run.objects.filter(pk=queued_run.pk).update(status=Run.Status.CANCELLED)
         time.sleep(leases.CHECK_SECONDS * 5)  # long enough for the heartbeat to see it
-        return event
+        return events + original(run_id=run_id, results=results[1:])
 
-    monkeypatch.setattr(execution, "sample_record_result", record_then_cancel)
+    monkeypatch.setattr(execution, "sample_results_record", record_then_cancel)
     run_start(run_id=queued_run.pk)
     chunk = queued_run.chunks.first()
     assert chunk is not None

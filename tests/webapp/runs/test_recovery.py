@@ -237,7 +237,7 @@ def test_a_chunk_lost_again_and_again_fails_the_run_with_a_reason(queued_run):
 @pytest.mark.django_db(transaction=True)
 def test_a_dropped_database_connection_is_ridden_out(queued_run, monkeypatch):
     monkeypatch.setattr(transient, "FIRST_DELAY", 0.01)
-    original = execution.sample_record_result
+    original = execution.sample_results_record
     failures = {"left": 2}
 
     def flaky(**kwargs):
@@ -246,7 +246,7 @@ def test_a_dropped_database_connection_is_ridden_out(queued_run, monkeypatch):
             raise OperationalError("server closed the connection unexpectedly")
         return original(**kwargs)
 
-    monkeypatch.setattr(execution, "sample_record_result", flaky)
+    monkeypatch.setattr(execution, "sample_results_record", flaky)
     run_start(run_id=queued_run.pk)
     for chunk in queued_run.chunks.all():
         assert chunk_evaluate(chunk_id=chunk.pk).state == "done"
@@ -314,7 +314,7 @@ def test_a_database_that_stays_away_gives_the_chunk_back_without_failing(queued_
     def down(**kwargs):
         raise OperationalError("the database system is shutting down")
 
-    monkeypatch.setattr(execution, "sample_record_result", down)
+    monkeypatch.setattr(execution, "sample_results_record", down)
     monkeypatch.setattr(execution, "db_retry",
                         lambda func, *, what: transient.db_retry(func, what=what, seconds=0.05))
     run_start(run_id=queued_run.pk)
@@ -372,20 +372,21 @@ def test_a_chunk_whose_lease_was_taken_over_stops_and_leaves_the_rest(
     run = unstarted_run("taken over")
     run_start(run_id=run.pk)
     chunk = run.chunks.get()
-    original = execution.sample_record_result
+    original = execution.sample_results_record
     took_over = threading.Event()
 
-    def record_then_lose(**kwargs):
-        event = original(**kwargs)
+    def record_then_lose(*, run_id, results):
+        events = original(run_id=run_id, results=results[:1])
         if not took_over.is_set():
             # The sweeper gave the chunk to another worker while this one was slow.
             Chunk.objects.filter(pk=chunk.pk).update(claim="someone-else")
             took_over.set()
             stop_seen = threading.Event()
             stop_seen.wait(3)  # let the heartbeat (a renewal each second) notice
-        return event
+        # The rest of the batch was written with it; the results after it are not.
+        return events + original(run_id=run_id, results=results[1:])
 
-    monkeypatch.setattr(execution, "sample_record_result", record_then_lose)
+    monkeypatch.setattr(execution, "sample_results_record", record_then_lose)
     outcome = chunk_evaluate(chunk_id=chunk.pk)
     assert outcome.state == "lost"
     chunk.refresh_from_db()
@@ -401,15 +402,16 @@ def test_a_chunk_whose_run_stopped_before_its_heartbeat_noticed_is_not_done(
     run = unstarted_run("stopped unnoticed")
     # The heartbeat never looks: the cancel lands while the chunk records its results.
     monkeypatch.setattr(leases, "CHECK_SECONDS", 3600.0)
-    original = execution.sample_record_result
+    original = execution.sample_results_record
 
-    def record_then_cancel(**kwargs):
-        event = original(**kwargs)
-        if event is not None:
+    def record_then_cancel(*, run_id, results):
+        # The cancel lands once the first result is committed: the rest is refused.
+        events = original(run_id=run_id, results=results[:1])
+        if events:
             run_cancel(user=personas.owner, run=run)
-        return event
+        return events + original(run_id=run_id, results=results[1:])
 
-    monkeypatch.setattr(execution, "sample_record_result", record_then_cancel)
+    monkeypatch.setattr(execution, "sample_results_record", record_then_cancel)
     run_start(run_id=run.pk)
     chunk = run.chunks.get()
 
@@ -421,7 +423,7 @@ def test_a_chunk_whose_run_stopped_before_its_heartbeat_noticed_is_not_done(
     assert (run.done_count, run.chunks_done) == (1, 0)
     assert Sample.objects.filter(run=run, status="pending").count() == run.samples_total - 1
     # Resumed, the chunk evaluates what was refused, and the run finishes whole.
-    monkeypatch.setattr(execution, "sample_record_result", original)
+    monkeypatch.setattr(execution, "sample_results_record", original)
     run_resume(user=personas.owner, run=run)
     run.refresh_from_db()
     assert run.status == Run.Status.FINISHED

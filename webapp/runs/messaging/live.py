@@ -9,7 +9,8 @@ import logging
 import os
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -90,29 +91,36 @@ class _EventLoop:
         """Queue an ephemeral event; returns at once."""
         self.loop.call_soon_threadsafe(self._hold, group, event)
 
-    def send(self, group: str, event: RunEvent) -> None:
-        """Send `event` with what is held for its group; returns once it left."""
+    def send_many(self, group: str, events: list[RunEvent]) -> None:
+        """Send `events` of one group in one hand-off to the loop: held, as `hold` does,
+        when none is durable; otherwise sent at once, with what is held before them, and
+        this returns once they left."""
+        if not any("seq" in event for event in events):
+            self.loop.call_soon_threadsafe(self._hold_many, group, events)
+            return
         sent: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self.loop.call_soon_threadsafe(self._release, group, event, sent)
+        self.loop.call_soon_threadsafe(self._release, group, events, sent)
         sent.result(timeout=SEND_SECONDS)
 
     def _hold(self, group: str, event: RunEvent) -> None:
+        self._hold_many(group, [event])
+
+    def _hold_many(self, group: str, events: list[RunEvent]) -> None:
         held = self.held.setdefault(group, [])
-        held.append(event)
+        held.extend(events)
         if len(held) > HOLD_MAX:
-            self._release(group, None, None)
+            self._release(group, [], None)
         elif group not in self.timers:
             self.timers[group] = self.loop.call_later(
-                HOLD_SECONDS, self._release, group, None, None)
+                HOLD_SECONDS, self._release, group, [], None)
 
-    def _release(self, group: str, event: RunEvent | None,
+    def _release(self, group: str, more: list[RunEvent],
                  sent: concurrent.futures.Future[None] | None) -> None:
         timer = self.timers.pop(group, None)
         if timer is not None:
             timer.cancel()
         events = self.held.pop(group, [])
-        if event is not None:
-            events.append(event)
+        events.extend(more)
         if not events:
             if sent is not None:
                 sent.set_result(None)
@@ -162,24 +170,63 @@ async def _layer_send(group: str, events: list[RunEvent]) -> None:
         await layer.group_send(group, {"type": MESSAGE_TYPE, "events": events})
 
 
+_together = threading.local()
+
+
+@contextmanager
+def emitted_together() -> Iterator[None]:
+    """Events that this thread emits inside the block go out at its end, in the order they
+    were emitted, with one hand-off to the sender for each run: a worker that records many
+    results at once (`execution`) wakes the sender thread once for them, not once an event,
+    and waits once for its durable ones to leave. Nested blocks send at the outer one's end."""
+    if getattr(_together, "events", None) is not None:
+        yield
+        return
+    _together.events = []
+    try:
+        yield
+    finally:
+        events: list[RunEvent] = _together.events
+        _together.events = None
+        by_run: dict[int, list[RunEvent]] = {}
+        for event in events:
+            by_run.setdefault(event["run_id"], []).append(event)
+        for run_events in by_run.values():
+            _emit(run_events)
+
+
 def emit_run_event(event: RunEvent) -> None:
-    """Send `event` to every websocket watching its run.
+    """Send `event` to every websocket watching its run (at the end of the enclosing
+    `emitted_together` block, when there is one).
 
     Live events are a convenience on top of the database, which stays the record: a durable
     event that the layer drops is sent again from the database by the consumer, so a layer
     failure is logged, not raised into the evaluation that produced the event.
     """
-    group = run_group(event["run_id"])
+    waiting: list[RunEvent] | None = getattr(_together, "events", None)
+    if waiting is not None:
+        waiting.append(event)
+    else:
+        _emit([event])
+
+
+def _emit(events: list[RunEvent]) -> None:
+    """Send events of one run, in order."""
+    first = events[0]
+    group = run_group(first["run_id"])
     try:
         if _own_loop is None or _own_loop.pid != os.getpid():
-            async_to_sync(_layer_send)(group, [event])
-        elif "seq" in event:
-            _own_loop.send(group, event)
+            # A message an event, as they come: no sender here to combine them.
+            for event in events:
+                async_to_sync(_layer_send)(group, [event])
+        elif len(events) == 1 and "seq" not in first:
+            _own_loop.hold(group, first)
         else:
-            _own_loop.hold(group, event)
+            _own_loop.send_many(group, events)
     except Exception as exc:
         # No traceback: while Redis restarts every event would log one.
-        logger.warning("could not emit %s for run %s: %s", event["type"], event["run_id"], exc)
+        kinds = ", ".join(dict.fromkeys(event["type"] for event in events))
+        logger.warning("could not emit %s for run %s: %s", kinds, first["run_id"], exc)
 
 
 def next_event_seq(*, run_id: int, **counters: Any) -> int:

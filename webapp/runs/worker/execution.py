@@ -1,25 +1,30 @@
 """The worker's side of a run: start it, evaluate its chunks, record results as they come,
 fail it, and finish it once its scores are stored (`aggregation` computes them).
 
-A chunk is held by a heartbeat lease (`leases.Heartbeat`) and its results are written one
-sample at a time, each only while the sample is pending: a chunk that is delivered twice,
-taken back from a dead worker, or interrupted by a dropped database connection ends with
-every sample counted exactly once. Transient database errors are tried again (`transient`),
-never turned into a failed run.
+A chunk is held by a heartbeat lease (`leases.Heartbeat`) and its results are written as
+they come, those that come together in one transaction (`_EngineEvents`), each only while
+its sample is pending: a chunk that is delivered twice, taken back from a dead worker, or
+interrupted by a dropped database connection ends with every sample counted exactly once.
+Transient database errors are tried again (`transient`), never turned into a failed run.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import queue
 import socket
 import threading
 import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Field, Q
 from django.utils import timezone
 
 from evaluator.engine import EngineEvent
@@ -29,6 +34,7 @@ from webapp.benchmarks.selectors import dataset_problems
 from webapp.health.selectors import canary_healthy, language_readiness
 from webapp.health.services import canary_request, canary_run
 from webapp.runs.domain.events import (
+    RunEvent,
     RunStatusEvent,
     SampleFinishedEvent,
     SampleStartedEvent,
@@ -44,7 +50,12 @@ from webapp.runs.domain.sample_rows import (
 )
 from webapp.runs.domain.sample_rows import storable as storable
 from webapp.runs.messaging.dispatch import send_chunks
-from webapp.runs.messaging.live import emit_run_event, run_event_record, run_finished_record
+from webapp.runs.messaging.live import (
+    emit_run_event,
+    emitted_together,
+    run_event_record,
+    run_finished_record,
+)
 from webapp.runs.models import CachedResult, Chunk, Run, Sample
 from webapp.runs.reads.selectors import COUNT_FIELDS, progress_from_counts, run_counts_and_status
 from webapp.runs.worker.engines import engine_lease
@@ -61,6 +72,8 @@ WORKER_NAME = socket.gethostname()
 CACHE_BATCH = 16
 """Results are stored in the result cache this many at a time, and at the chunk's end: a
 worker lost in between costs only their evaluation again, never a verdict."""
+CACHE_READ_BATCH = 500
+"""Keys looked up in the result cache by one query (SQLite caps a statement's parameters)."""
 
 
 @dataclass(frozen=True)
@@ -79,12 +92,17 @@ class DatabaseResultCache:
 
     The engine reads the cache from the thread that iterates its events and writes it from
     its worker threads; writes are held in memory and stored by `flush`, called from the
-    iterating thread, so database connections stay on one thread.
+    recording thread, and reads made on another thread go through `read_through` to it, so
+    database connections stay on one thread.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, read_through: Callable[[Callable[[], Any]], Any] | None = None
+                 ) -> None:
         self._pending: dict[str, SampleResult] = {}
         self._lock = threading.Lock()
+        self._read_through = read_through
+        """For an engine iterated on another thread (`_EngineEvents`): runs a read on the
+        thread that owns the database connection and returns its answer."""
         self.hits = 0
 
     def get(self, key: str) -> SampleResult | None:
@@ -92,14 +110,42 @@ class DatabaseResultCache:
             pending = self._pending.get(key)
         if pending is not None:
             return pending
-        stored = db_retry(
-            lambda: CachedResult.objects.filter(key=key).values_list("result", flat=True).first(),
-            what="reading the result cache",
-        )
+
+        def read() -> Any:
+            return db_retry(
+                lambda: CachedResult.objects.filter(key=key).values_list("result",
+                                                                         flat=True).first(),
+                what="reading the result cache",
+            )
+
+        stored = read() if self._read_through is None else self._read_through(read)
         if stored is None:
             return None
         self.hits += 1
         return result_from_json(stored)
+
+    def get_many(self, keys: list[str]) -> dict[str, SampleResult]:
+        """The results held for `keys`, by key: one query for many samples (the engine asks
+        for a chunk's programs at once), rather than one a sample."""
+        with self._lock:
+            found = {key: self._pending[key] for key in keys if key in self._pending}
+        wanted = [key for key in keys if key not in found]
+
+        def fetch(part: list[str]) -> list[tuple[str, Any]]:
+            return list(CachedResult.objects.filter(key__in=part).values_list("key", "result"))
+
+        def read() -> list[tuple[str, Any]]:
+            rows: list[tuple[str, Any]] = []
+            for at in range(0, len(wanted), CACHE_READ_BATCH):
+                rows += db_retry(functools.partial(fetch, wanted[at:at + CACHE_READ_BATCH]),
+                                 what="reading the result cache")
+            return rows
+
+        rows = read() if self._read_through is None else self._read_through(read)
+        for key, stored in rows:
+            found[key] = result_from_json(stored)
+        self.hits += len(rows)
+        return found
 
     def put(self, key: str, result: SampleResult) -> None:
         with self._lock:
@@ -347,8 +393,9 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str, worker: str = WORKER_NAME) 
     problems = dataset_problems(dataset=run.dataset)
     samples = [stored_sample(row[1:]) for row in rows]
     sample_ids = [row[0] for row in rows]
-    cache = DatabaseResultCache() if run.use_cache else None
     stop = threading.Event()
+    events = _EngineEvents(stop=stop)
+    cache = DatabaseResultCache(read_through=events.ask) if run.use_cache else None
 
     def renew() -> bool:
         return bool(_held(chunk.pk, claim).update(lease_until=lease_end()))
@@ -367,19 +414,23 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str, worker: str = WORKER_NAME) 
                                      cache=cache) as engine:
             # A sample that sanitizing changed is also run as written, so the run can
             # say which verdicts sanitizing changed (`raw_status`).
-            for event in evaluate_with_raw_verdicts(engine, problems, samples, cancel=stop):
-                if stop.is_set():
-                    # Closing the generator drops the engine's queued work; what is not
-                    # recorded stays pending, so whoever takes the chunk next picks it up.
-                    break
-                cause = _forward(event, run=run, sample_ids=sample_ids, cache=cache)
-                if cause is not None:
-                    # The machine, not the program: nothing more of this run is judged
-                    # until the cause is fixed and the run retried.
-                    run_pause(run_id=run.pk, cause=cause, language=chunk.language)
-                    _recheck_canaries(worker)
-                    stop.set()
-                    break
+            events.start(evaluate_with_raw_verdicts(engine, problems, samples, cancel=stop))
+            try:
+                for batch in events.batches():
+                    if stop.is_set():
+                        # The engine drops its queued work; what is not recorded stays
+                        # pending, so whoever takes the chunk next picks it up.
+                        break
+                    cause = _forward(batch, run=run, sample_ids=sample_ids, cache=cache)
+                    if cause is not None:
+                        # The machine, not the program: nothing more of this run is judged
+                        # until the cause is fixed and the run retried.
+                        run_pause(run_id=run.pk, cause=cause, language=chunk.language)
+                        _recheck_canaries(worker)
+                        stop.set()
+                        break
+            finally:
+                events.finish()
             if cache is not None:
                 cache.flush()
             if not stop.is_set():
@@ -394,39 +445,186 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str, worker: str = WORKER_NAME) 
     return "cancelled" if stop.is_set() else None
 
 
-def _forward(event: EngineEvent, *, run: Run, sample_ids: list[int],
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A read the engine's thread asks of the thread that owns the database connection."""
+
+    read: Callable[[], Any]
+    answer: Future[Any]
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: BaseException
+
+
+_END = object()
+
+
+class _EngineEvents:
+    """The engine's events, iterated on a thread of its own and handed over in batches: each
+    batch is every event that is ready when the recorder asks, so results that came while
+    it was writing go into its next transaction together (`sample_results_record`), and a
+    recorder that keeps up gets them one by one, as soon as each is ready. No timer: a slow
+    sample never holds a fast one back, and batches grow only when results come faster than
+    they are written.
+
+    The database stays on the recording thread: a result-cache read that the engine makes
+    from its thread is handed over too (`ask`), and answered there between batches.
+    """
+
+    def __init__(self, *, stop: threading.Event) -> None:
+        self._stop = stop
+        self._ready: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._ended = False
+
+    def start(self, events: Iterator[EngineEvent]) -> None:
+        self._thread = threading.Thread(target=self._produce, args=(events,),
+                                        name="engine-events", daemon=True)
+        self._thread.start()
+
+    def _produce(self, events: Iterator[EngineEvent]) -> None:
+        try:
+            for event in events:
+                self._ready.put(event)
+                if self._stop.is_set():
+                    break
+        except BaseException as exc:
+            self._ready.put(_Failed(exc))
+        finally:
+            close = getattr(events, "close", None)
+            try:
+                if close is not None:
+                    close()  # drops the engine's queued work
+            finally:
+                self._ready.put(_END)
+
+    def ask(self, read: Callable[[], T]) -> T:
+        """`read()`, run on the recording thread (from the engine's); on the recording thread
+        itself, or once the work stops, run here and now."""
+        if self._thread is None or threading.current_thread() is not self._thread:
+            return read()
+        answer: Future[T] = Future()
+        self._ready.put(_Read(read, answer))
+        return answer.result()
+
+    def batches(self) -> Iterator[list[EngineEvent]]:
+        """Blocks for the next event, then takes every other one ready with it."""
+        while not self._ended:
+            batch: list[EngineEvent] = []
+            item = self._ready.get()
+            while True:
+                if item is _END:
+                    self._ended = True
+                    break
+                if isinstance(item, _Failed):
+                    self._ended = True
+                    raise item.error
+                if isinstance(item, _Read):
+                    self._answer(item)
+                else:
+                    batch.append(item)
+                try:
+                    item = self._ready.get_nowait()
+                except queue.Empty:
+                    break
+            if batch:
+                yield batch
+
+    @staticmethod
+    def _answer(request: _Read) -> None:
+        try:
+            request.answer.set_result(request.read())
+        except BaseException as exc:
+            request.answer.set_exception(exc)
+            raise
+
+    def finish(self) -> None:
+        """Stop the engine's thread, if the events did not end, and wait for it; a read it
+        asks meanwhile is still answered."""
+        if self._thread is None:
+            return
+        if not self._ended:
+            self._stop.set()
+        while not self._ended:
+            item = self._ready.get()
+            if item is _END:
+                self._ended = True
+            elif isinstance(item, _Read):
+                try:
+                    self._answer(item)
+                except Exception:
+                    logger.debug("a cache read failed while the chunk stopped", exc_info=True)
+        self._thread.join()
+
+
+def _forward(batch: Sequence[EngineEvent], *, run: Run, sample_ids: list[int],
              cache: DatabaseResultCache | None) -> str | None:
-    """Record one engine event and send it live; the cause, when the event is a sample
-    the machine failed (`INFRASTRUCTURE_STATUS`)."""
+    """Record a batch of engine events and send them live, in order; the cause, when a
+    sample the machine failed (`INFRASTRUCTURE_STATUS`) is among them. The samples that
+    finished are recorded in one transaction; none after a failed one, whose cause stops
+    the chunk."""
+    finished: list[tuple[int, SampleResult]] = []
+    cause: str | None = None
+    taken = len(batch)
+    for at, event in enumerate(batch):
+        if event["type"] == "sample_finished":
+            result: SampleResult = event["result"]
+            finished.append((sample_ids[event["position"]], result))
+            if result.status == INFRASTRUCTURE_STATUS:
+                cause = result.message or result.error_type or "unknown cause"
+                taken = at + 1
+                break
+    recorded: dict[int, SampleFinishedEvent] = {}
+    if finished:
+        if cache is not None:
+            cache.flush(at_least=CACHE_BATCH)
+        _record_sandbox(run, [result for _, result in finished])
+        stored = db_retry(lambda: sample_results_record(run_id=run.pk, results=finished),
+                          what="storing results")
+        recorded = {event["entry"]["sample_id"]: event for event in stored}
+    # In the engine's order, so a sample's tests go before its result; one hand-off to the
+    # sender for the batch.
+    with emitted_together():
+        for event in batch[:taken]:
+            live_event: RunEvent | None
+            if event["type"] == "sample_finished":
+                live_event = recorded.get(sample_ids[event["position"]])
+            else:
+                live_event = _live_event(event, run=run, sample_ids=sample_ids)
+            if live_event is not None:
+                emit_run_event(live_event)
+    return cause
+
+
+def _record_sandbox(run: Run, results: list[SampleResult]) -> None:
+    """Note on the run the sandbox its first result names."""
+    if run.sandbox_backend:
+        return
+    backend = next((r.sandbox.backend for r in results if r.sandbox is not None), "")
+    if backend:
+        run.sandbox_backend = backend
+        db_retry(lambda: Run.objects.filter(pk=run.pk, sandbox_backend="").update(
+            sandbox_backend=backend), what="recording the sandbox")
+
+
+def _live_event(event: EngineEvent, *, run: Run, sample_ids: list[int]) -> RunEvent | None:
+    """The ephemeral live event of an engine event; None for the others."""
     if event["type"] == "test_reported":
-        emit_run_event(TestReportedEvent(
+        return TestReportedEvent(
             type="test_reported", run_id=run.pk, sample_id=sample_ids[event["position"]],
             task_id=event["task_id"], completion_id=event["completion_id"],
             test=test_summary(event["outcome"]),
-        ))
-    elif event["type"] == "sample_started":
-        emit_run_event(SampleStartedEvent(
+        )
+    if event["type"] == "sample_started":
+        return SampleStartedEvent(
             type="sample_started", run_id=run.pk, sample_id=sample_ids[event["position"]],
             task_id=event["task_id"], completion_id=event["completion_id"],
-        ))
-    elif event["type"] == "sample_finished":
-        if cache is not None:
-            cache.flush(at_least=CACHE_BATCH)
-        result: SampleResult = event["result"]
-        if not run.sandbox_backend and result.sandbox is not None:
-            run.sandbox_backend = result.sandbox.backend
-            db_retry(lambda: Run.objects.filter(pk=run.pk, sandbox_backend="").update(
-                sandbox_backend=result.sandbox.backend if result.sandbox else ""
-            ), what="recording the sandbox")
-        sample_id = sample_ids[event["position"]]
-        finished = db_retry(
-            lambda: sample_record_result(run_id=run.pk, sample_id=sample_id, result=result),
-            what="storing a result",
         )
-        if finished is not None:
-            emit_run_event(finished)
-        if result.status == INFRASTRUCTURE_STATUS:
-            return result.message or result.error_type or "unknown cause"
     return None
 
 
@@ -471,66 +669,143 @@ def run_pause(*, run_id: int, cause: str, language: str = "") -> bool:
 def sample_record_result(
     *, run_id: int, sample_id: int, result: SampleResult
 ) -> SampleFinishedEvent | None:
-    """Store one sample's result, bump the run's counters and draw the event's number, in
-    one transaction of two statements.
+    """Store one sample's result (`sample_results_record`): the event to emit, or None when
+    the sample already had its result or the run had stopped."""
+    events = sample_results_record(run_id=run_id, results=[(sample_id, result)])
+    return events[0] if events else None
+
+
+RESULT_COLUMNS = ("status", "cached", "program_hash", "error_type", "message", "duration_ms",
+                  "tests_passed", "tests_total", "result", "finished_at", "seq")
+"""What recording a result writes on its sample's row (`_store_result`)."""
+
+
+def sample_results_record(
+    *, run_id: int, results: Sequence[tuple[int, SampleResult]]
+) -> list[SampleFinishedEvent]:
+    """Store the results of samples (id, result), bump the run's counters and draw their
+    event numbers, in one transaction: one statement for the run, one for each sample, one
+    commit, however many results come together.
 
     Only a pending sample of an active run is updated: a chunk evaluated twice counts each
-    sample once, and nothing is recorded after a cancel or a pause. Returns the event to
-    emit, or None when the sample already had its result or the run had stopped.
+    sample once, and nothing is recorded after a cancel or a pause. Returns the events to
+    emit, in the order of `results`, of the samples recorded: none when the run had stopped.
     """
-    status = result.status
-    passed_tests = sum(1 for test in result.tests if test.status == "passed")
+    if not results:
+        return []
+    for _, result in results:
+        if result.status not in STATUSES:
+            raise ValueError(f"not a sample status: {result.status!r}")
+    stored: list[tuple[int, SampleResult, int, dict[str, int]]] = []
     with transaction.atomic():
         # The run's row is locked first, as `run_cancel` does: a cancel either waits for
-        # this result, which then comes before its event, or came first, and this waits
+        # these results, which then come before its event, or came first, and this waits
         # for it and records nothing.
-        counted = _count_result(run_id=run_id, status=status, cached=result.cached)
+        counted = _count_results(run_id=run_id, results=[result for _, result in results])
         if counted is None:
-            return None
+            return []
         seq, counts = counted
-        # The result and its number in one write: the row, result included, is written
-        # once (a second update would copy it whole again into the log).
-        updated = Sample.objects.filter(pk=sample_id, status="pending").update(
-            status=status,
-            cached=result.cached,
-            program_hash=result.program_hash,
-            error_type=cap_text(result.error_type or "", 90),
-            message=storable(cap_text(result.message or "", 2000)),
-            duration_ms=result.compile_ms + result.run_ms,
-            tests_passed=passed_tests,
-            tests_total=len(result.tests),
-            result=result_json(result),
-            finished_at=timezone.now(),
-            seq=seq,
-        )
-        if not updated:
-            # Already recorded: the counts and the number drawn for it go back.
-            transaction.set_rollback(True)
-            return None
-    return sample_finished_event(run_id=run_id, sample_id=sample_id, seq=seq, result=result,
-                                 progress=progress_from_counts(counts))
+        # Numbers and counts were drawn for every result; each sample takes the next one
+        # when it is stored, so a sample recorded before skips none.
+        seq -= len(results)
+        counts = _tally(counts, [result for _, result in results], sign=-1)
+        skipped: list[SampleResult] = []
+        now = timezone.now()
+        with connection.cursor() as cursor:
+            for sample_id, result in results:
+                if _store_result(cursor, sample_id=sample_id, result=result, seq=seq + 1,
+                                 now=now):
+                    seq += 1
+                    counts = _tally(counts, [result])
+                    stored.append((sample_id, result, seq, counts))
+                else:
+                    skipped.append(result)
+        if skipped:
+            # Already recorded: the counts and the numbers drawn for them go back.
+            _count_results(run_id=run_id, results=skipped, sign=-1)
+    return [sample_finished_event(run_id=run_id, sample_id=sample_id, seq=seq, result=result,
+                                  progress=progress_from_counts(counts))
+            for sample_id, result, seq, counts in stored]
 
 
-def _count_result(*, run_id: int, status: str, cached: bool) -> tuple[int, dict[str, int]] | None:
-    """Count one result of `status` in the run's counters and draw the run's next event
-    number, in one statement that also locks the run's row until the transaction ends:
-    the number and the counts right after this result. None when the run is not active.
-    The numbers follow commit order and have no gaps (`live.next_event_seq`'s rule)."""
-    if status not in STATUSES:
-        raise ValueError(f"not a sample status: {status!r}")
+def _tally(counts: dict[str, int], results: Sequence[SampleResult], *,
+           sign: int = 1) -> dict[str, int]:
+    """`counts` (the run's `COUNT_FIELDS`) with `results` added, or taken away."""
+    counts = dict(counts)
+    for name, by in _bumps(results).items():
+        counts[name] += sign * by
+    return counts
+
+
+def _bumps(results: Sequence[SampleResult]) -> dict[str, int]:
+    bumps = {"done_count": len(results)}
+    for result in results:
+        name = f"{result.status}_count"
+        bumps[name] = bumps.get(name, 0) + 1
+        if result.cached:
+            bumps["cached_count"] = bumps.get("cached_count", 0) + 1
+    return bumps
+
+
+def _store_result(cursor: Any, *, sample_id: int, result: SampleResult, seq: int,
+                  now: datetime) -> bool:
+    """Write a result on its sample's row, if the sample is still pending; whether it was.
+    The result and its number in one write: the row, result included, is written once (a
+    second update would copy it whole again into the log)."""
+    values = {
+        "status": result.status,
+        "cached": result.cached,
+        "program_hash": result.program_hash,
+        "error_type": cap_text(result.error_type or "", 90),
+        "message": storable(cap_text(result.message or "", 2000)),
+        "duration_ms": result.compile_ms + result.run_ms,
+        "tests_passed": sum(1 for test in result.tests if test.status == "passed"),
+        "tests_total": len(result.tests),
+        "result": result_json(result),
+        "finished_at": now,
+        "seq": seq,
+    }
+    sql, fields = _store_statement(connection.vendor)
+    cursor.execute(sql, [*(field.get_db_prep_save(values[field.attname], connection)
+                           for field in fields), sample_id, "pending"])
+    return bool(cursor.rowcount)
+
+
+@functools.cache
+def _store_statement(vendor: str) -> tuple[str, tuple[Field[Any, Any], ...]]:
+    """`_store_result`'s statement, built once (for the database `vendor`), and its fields.
+    Written by hand, as `_count_results` is, to spare the ORM's query building for each
+    result: only quoted names of this model's own columns are formatted in, and every value
+    is a parameter, prepared by its field."""
+    by_name = {field.name: field for field in Sample._meta.concrete_fields}
+    fields = tuple(by_name[name] for name in RESULT_COLUMNS)
     name = connection.ops.quote_name
-    bumped = ["event_seq", "done_count", f"{status}_count", *(["cached_count"] if cached else [])]
+    sql = (f"UPDATE {name(Sample._meta.db_table)} "  # noqa: S608
+           f"SET {', '.join(f'{name(str(field.column))} = %s' for field in fields)} "
+           f"WHERE {name('id')} = %s AND {name('status')} = %s")
+    return sql, fields
+
+
+def _count_results(*, run_id: int, results: Sequence[SampleResult],
+                   sign: int = 1) -> tuple[int, dict[str, int]] | None:
+    """Count `results` in the run's counters and draw as many of the run's event numbers
+    (or, with `sign` -1, give them back), in one statement that also locks the run's row
+    until the transaction ends: the last number and the counts after the change. None when
+    the run is not active. The numbers follow commit order and have no gaps
+    (`live.next_event_seq`'s rule)."""
+    name = connection.ops.quote_name
+    bumps = {"event_seq": len(results), **_bumps(results)}
     returned = ["event_seq", *COUNT_FIELDS]
     active = ", ".join(["%s"] * len(Run.ACTIVE))
-    # Only quoted names of this model's own columns are formatted in; the status was
-    # checked above and every value is a parameter.
+    # Only quoted names of this model's own columns are formatted in (the statuses were
+    # checked by the caller) and every value is a parameter.
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {name(Run._meta.db_table)} "  # noqa: S608
-            f"SET {', '.join(f'{name(c)} = {name(c)} + 1' for c in bumped)} "
+            f"SET {', '.join(f'{name(c)} = {name(c)} + %s' for c in bumps)} "
             f"WHERE {name('id')} = %s AND {name('status')} IN ({active}) "
             f"RETURNING {', '.join(name(c) for c in returned)}",
-            [run_id, *Run.ACTIVE])
+            [*(sign * by for by in bumps.values()), run_id, *Run.ACTIVE])
         row = cursor.fetchone()
     if row is None:
         return None
