@@ -286,8 +286,16 @@ class Engine:
                       ) -> Generator[EngineEvent, None, list[_Unit]]:
         """Answer the units the cache holds; return the others, still to be run."""
         pending: list[_Unit] = []
+        cache = self.config.cache
+        # A cache that can answer many keys at once (a database's) is asked once for all.
+        get_many: Callable[[list[str]], Mapping[str, SampleResult]] | None = getattr(
+            cache, "get_many", None)
+        known = get_many([unit.key for unit in units]) if get_many and units else None
         for unit in units:
-            cached = self.config.cache.get(unit.key) if self.config.cache else None
+            if known is not None:
+                cached = known.get(unit.key)
+            else:
+                cached = cache.get(unit.key) if cache else None
             if cached is None:
                 pending.append(unit)
                 continue
