@@ -24,7 +24,8 @@ from tests.conftest import REPO_ROOT
 from tests.webapp.services.real_services import POSTGRES_ADMIN, unavailable
 
 FILES = ("tests/webapp/test_hostile_text.py", "tests/webapp/test_no_500_from_any_text.py",
-         "tests/webapp/runs/test_run_facts.py", "tests/webapp/runs/test_run_row_plan.py")
+         "tests/webapp/runs/test_run_facts.py", "tests/webapp/runs/test_run_row_plan.py",
+         "tests/webapp/runs/test_result_batches.py")
 
 
 def test_hostile_text_on_postgresql():
