@@ -611,6 +611,7 @@ def cache_key(problem: Problem, prepared: PreparedJob, options: RunOptions) -> s
         options.tests,
         str(options.patched),
         json.dumps(options.limits.to_dict(), sort_keys=True),
+        json.dumps(options.compile_limits.to_dict(), sort_keys=True),
     )
 
 

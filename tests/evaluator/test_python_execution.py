@@ -277,6 +277,24 @@ def test_identical_programs_run_once_and_hit_the_cache(engine: Engine) -> None:
     assert all(e["result"].cached for e in again if e["type"] == "sample_finished")
 
 
+def test_a_result_is_cached_under_the_limits_it_was_judged_by() -> None:
+    """A compile timeout is a verdict of the compile limits: a result judged under other
+    limits, the program's or the compiler's, is not reused."""
+    problem = make_problem()
+    cache = MemoryCache()
+    samples = [Sample(task_id=problem.task_id, index=0, raw="    return a + b\n",
+                      completion="    return a + b\n")]
+    variants = [RunOptions(), RunOptions(limits=SandboxLimits.for_timeout(7.0)),
+                RunOptions(compile_limits=SandboxLimits.for_timeout(30.0, memory_mb=2048))]
+    hits = []
+    for options in [*variants, *variants]:
+        with Engine(EngineConfig(backend="none", workers=1, cache=cache,
+                                 options=options)) as eng:
+            hits.append(_summary(list(eng.evaluate({problem.task_id: problem},
+                                                   samples)))["cache_hits"])
+    assert hits == [0, 0, 0, 1, 1, 1]
+
+
 def test_streamed_test_outcomes_arrive_before_the_sample_finishes() -> None:
     problem = make_problem()
     sample = Sample(task_id=problem.task_id, index=7, raw="    return a + b if a != 2 else 0\n",
