@@ -473,6 +473,29 @@ def test_a_run_from_before_profiles_is_shown_as_strict_and_can_be_compared(
     assert scores["bigcode"].pass_at_k[0]["value"] == 0.5
 
 
+def test_a_run_under_an_earlier_version_of_a_profile_is_not_shown_today_s_rules(personas,
+                                                                                   humaneval):
+    """evalplus 2 gave each group of inputs its own limit; a run judged by evalplus 1 must
+    not read as judged by version 2, nor show version 2's points as its own."""
+    today = PROFILES["evalplus"]
+    run = RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval,
+                            options={"profile": "evalplus", "profile_version": "1"})
+    owner = client_for(personas.owner)
+    page = owner.get(run.get_absolute_url()).content.decode()
+    assert "evalplus 1" in page
+    assert f"an earlier version of evalplus {today.version}" in page
+    assert today.points
+    assert not any(point.text in page for point in today.points if point.aspect == "limits")
+    profile = owner.get(f"/api/runs/{run.pk}").json()["profile"]
+    assert (profile["name"], profile["version"]) == ("evalplus", "1")
+    current = RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval,
+                                options={"profile": "evalplus",
+                                         "profile_version": today.version})
+    page = owner.get(current.get_absolute_url()).content.decode()
+    assert f"evalplus {today.version}" in page
+    assert "an earlier version" not in page
+
+
 def test_a_run_under_a_profile_this_server_no_longer_knows_still_shows(personas, humaneval):
     run = RunFactory.create(owner=personas.owner, team=personas.team, dataset=humaneval,
                             options={"profile": "retired", "profile_version": "3"})

@@ -116,13 +116,21 @@ def run_comparison(run: Run) -> ProfileComparison | None:
 
 
 def run_profile(run: Run) -> Profile:
-    """The profile that judged the run; a name this server no longer knows (a profile
-    renamed or removed since) is shown as recorded, without its points."""
+    """The profile that judged the run. A name this server no longer knows (a profile
+    renamed or removed since) is shown as recorded, without its points; so is an earlier
+    version of a profile it knows (evalplus 1 before its per-group limits), whose points
+    today's would misstate. A run that recorded no version is taken as judged by today's."""
     known = PROFILES.get(run.profile_name)
-    if known is not None:
+    recorded = run.options.get("profile_version")
+    if known is not None and (recorded is None or str(recorded) == known.version):
         return known
-    return Profile(name=run.profile_name, version=str(run.options.get("profile_version", "?")),
-                   title="a profile this server no longer knows", reference="unknown")
+    version = "?" if recorded is None else str(recorded)
+    if known is None:
+        return Profile(name=run.profile_name, version=version,
+                       title="a profile this server no longer knows", reference="unknown")
+    return Profile(name=known.name, version=version,
+                   title=f"an earlier version of {known.label}, whose rules this server "
+                         f"no longer holds", reference=known.reference)
 
 
 def run_profiles_section(*, run: Run) -> ProfilesSection:
