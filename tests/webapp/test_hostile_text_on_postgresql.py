@@ -1,7 +1,10 @@
 """The hostile-text tests again on PostgreSQL, which refuses more than SQLite does (NUL in
 text and JSON, lone surrogates in JSON, text longer than its column), each with an error of
 its own that would be a 500; and the SQL written by hand for a run's facts
-(`webapp.runs.reads.selectors.run_facts_of`), which SQLite might accept where PostgreSQL does not.
+(`webapp.runs.reads.selectors.run_facts_of`), which SQLite might accept where PostgreSQL does not;
+and runs evaluated eagerly inside a test's transaction (the run pages' fixtures), where a
+worker that closed its connection would break the caller's next query on PostgreSQL only
+(SQLite's in-memory test database ignores the close).
 
 The fast suite's database is SQLite, so this runs the two files in a pytest of their own
 whose `DATABASE_URL` names a database on the shared server (pytest-django makes and drops
@@ -25,7 +28,7 @@ from tests.webapp.services.real_services import POSTGRES_ADMIN, unavailable
 
 FILES = ("tests/webapp/test_hostile_text.py", "tests/webapp/test_no_500_from_any_text.py",
          "tests/webapp/runs/test_run_facts.py", "tests/webapp/runs/test_run_row_plan.py",
-         "tests/webapp/runs/test_result_batches.py")
+         "tests/webapp/runs/test_result_batches.py", "tests/webapp/explore/test_run_pages.py")
 
 
 def test_hostile_text_on_postgresql():

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 from django.db.models import F, Field, Q
 from django.utils import timezone
 
@@ -61,7 +61,7 @@ from webapp.runs.reads.selectors import COUNT_FIELDS, progress_from_counts, run_
 from webapp.runs.worker.engines import engine_lease
 from webapp.runs.worker.leases import Heartbeat, lease_end
 from webapp.runs.worker.manifests import run_manifest_record
-from webapp.runs.worker.transient import TRANSIENT_DB_ERRORS, db_retry
+from webapp.runs.worker.transient import TRANSIENT_DB_ERRORS, db_retry, drop_stale_connections
 
 logger = logging.getLogger(__name__)
 
@@ -295,7 +295,7 @@ def chunk_evaluate(*, chunk_id: int, worker: str = WORKER_NAME) -> ChunkOutcome:
     except TRANSIENT_DB_ERRORS as exc:
         logger.warning("chunk %s of run %s: the database is unavailable (%s); giving it back",
                        chunk.index, run.pk, exc)
-        close_old_connections()
+        drop_stale_connections()
         _give_back(chunk_id, claim)
         return ChunkOutcome("retry", retry_in=10.0, run_id=run.pk)
     except Exception as exc:
@@ -439,7 +439,7 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str, worker: str = WORKER_NAME) 
                                                      language=chunk.language),
                          what="recording the manifest")
     finally:
-        close_old_connections()
+        drop_stale_connections()
     if heartbeat.lost:
         return "lost"
     return "cancelled" if stop.is_set() else None

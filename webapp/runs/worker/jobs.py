@@ -18,13 +18,13 @@ from typing import Any, TypedDict
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import close_old_connections
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from evaluator.records import cap_text
 from webapp.runs.worker.execution import storable
 from webapp.runs.worker.leases import Heartbeat, lease_end
+from webapp.runs.worker.transient import drop_stale_connections
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def job_run(*, name: str, job: QuerySet[Any], claim: str,
             stored = compute(stop)
     except Exception as exc:
         logger.exception("the job %s failed", name)
-        close_old_connections()
+        drop_stale_connections()
         if isinstance(exc, SoftTimeLimitExceeded):
             reason = ("It took longer than the task's time limit "
                       f"({settings.CHUNK_TIME_LIMIT} s, WORKBENCH_CHUNK_TIME_LIMIT).")

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.db import InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +24,14 @@ FIRST_DELAY = 0.2
 MAX_DELAY = 5.0
 
 T = TypeVar("T")
+
+
+def drop_stale_connections() -> None:
+    """`close_old_connections()`, but never inside a transaction: a task run eagerly inside
+    its caller's transaction (`CELERY_TASK_ALWAYS_EAGER`, a test's) would close the
+    connection under it, and the caller's next query would fail."""
+    if not connection.in_atomic_block:
+        close_old_connections()
 
 
 def db_retry(func: Callable[[], T], *, what: str, seconds: float = DB_RETRY_SECONDS) -> T:
