@@ -19,7 +19,7 @@ from django.utils.safestring import mark_safe
 
 from webapp.defects.scores import SCORES_PARAM, query_scores, three_way_version
 from webapp.defects.views import COMPUTE_PARTIAL, PARTIAL, defect_aware_context
-from webapp.runs.reads.page_cache import key_of, run_timeout, run_version, shared
+from webapp.runs.reads.page_cache import FINISHED_SECONDS, key_of, run_version, shared
 from webapp.runs.reads.selectors import run_can_manage
 
 register = template.Library()
@@ -47,7 +47,9 @@ def defect_aware_scores(context: dict[str, Any], run: Any, compact: bool = False
         values = defect_aware_context(request=request, run=run, compact=compact)
         return get_template(PARTIAL).render({**values, "compute_slot": COMPUTE_SLOT})
 
-    block = shared(key, draw, timeout=run_timeout(run))
+    # A run still going draws one block (its scores come when it finishes) until its row's
+    # state, and with it the key, changes: kept as long as a finished run's.
+    block = shared(key, draw, timeout=FINISHED_SECONDS)
     if COMPUTE_SLOT not in block:
         return mark_safe(block)  # noqa: S308 - a template's output
     # The slot is drawn only while the patched scores may be asked for.

@@ -24,7 +24,15 @@ from webapp.benchmarks.selectors import dataset_list
 from webapp.runs.domain import schemas
 from webapp.runs.forms import UploadForm
 from webapp.runs.reads.exports import matrix_json
-from webapp.runs.reads.page_cache import key_of, run_timeout, run_version, shared
+from webapp.runs.reads.page_cache import (
+    FINISHED_SECONDS,
+    LIVE_SECONDS,
+    LiveEntry,
+    key_of,
+    live_page,
+    run_version,
+    shared,
+)
 from webapp.runs.reads.selectors import (
     get_run_for_user,
     run_counts_and_status,
@@ -169,20 +177,26 @@ def runs_detail(
     include = problems != "0"
     # Who may read it was decided above; the summary itself is the same for every reader,
     # so it is kept in the page cache under the run's version (`webapp.runs.reads.page_cache`).
-    summary = shared(key_of("api-run", run.pk, run_version(run=run), include),
-                     partial(run_summary, run=run, include_problems=include),
-                     timeout=run_timeout(run))
-    if run.is_active:
+    key = key_of("api-run", run.pk, run_version(run=run), include)
+    draw = partial(run_summary, run=run, include_problems=include)
+    if not run.is_active:
+        return JsonResponse(shared(key, draw, timeout=FINISHED_SECONDS))
+
+    def answer(live: LiveEntry[dict[str, Any]]) -> JsonResponse:
         # A poller waits on these: never older than the request.
         status, progress = run_counts_and_status(run_id=run.pk)
-        if status == summary["status"]:
-            summary = {**summary, "progress": progress}
-        else:
-            # The run moved on since its row was read (it finished, say): a summary kept
-            # from before would give the new status without the scores that came with it.
-            run.refresh_from_db()
-            summary = run_summary(run=run, include_problems=include)
-    return JsonResponse(summary)
+        if status == live["value"]["status"]:
+            return JsonResponse({**live["value"], "progress": progress})
+        # The run moved on since its row was read (it finished, say): a summary kept
+        # from before would give the new status without the scores that came with it.
+        run.refresh_from_db()
+        return JsonResponse(run_summary(run=run, include_problems=include))
+
+    # The rest of a run still going's summary (its problems, its unstable count) is at most
+    # two `LIVE_SECONDS` old: past one, it is served while it is drawn again after a response.
+    answered = live_page(key, draw, answer, stale_seconds=LIVE_SECONDS)
+    assert answered is not None  # `answer` always answers
+    return answered
 
 
 @read(

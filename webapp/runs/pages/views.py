@@ -33,9 +33,10 @@ from webapp.runs.reads import exports
 from webapp.runs.reads.page_cache import (
     FINISHED_SECONDS,
     LIVE_PART_SECONDS,
+    LiveEntry,
     fragment_key,
     key_of,
-    live_entry,
+    live_page,
     read_ahead,
     reading_ahead,
     run_row,
@@ -240,15 +241,20 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     page = run_page_query(request, run=run)
     version = run_version(run=run)
     if run.is_active:
-        key = key_of("run-live", run.pk, version, page.variant)
-        with live_entry(key, partial(run_live_parts, run=run)) as live:
+        def live_answer(live: LiveEntry[RunParts]) -> HttpResponse | None:
             # The page must show nothing older than the event number it resumes from: the
             # run may have been read before that number, so read its state again (events
             # after it then apply on top).
             run.refresh_from_db(fields=REREAD_FIELDS)
-            if run.is_active:
-                return run_page(request, run=run, page=page, parts=live["value"],
-                                drawn=(version, live["drawn"]), timeout=LIVE_PART_SECONDS)
+            if not run.is_active:
+                return None
+            return run_page(request, run=run, page=page, parts=live["value"],
+                            drawn=(version, live["drawn"]), timeout=LIVE_PART_SECONDS)
+
+        key = key_of("run-live", run.pk, version, page.variant)
+        answered = live_page(key, partial(run_live_parts, run=run), live_answer)
+        if answered is not None:
+            return answered
         # It came to rest since its row was read: its page is a run's at rest, never the
         # live one, whose feed it would not follow.
         run = get_run_for_user(user=request.user, run_id=run_id)

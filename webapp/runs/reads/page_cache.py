@@ -15,11 +15,12 @@ see the run, manage it) are made on every request, before a key is built, and a 
 that depends on them has them in its key.
 
 A run still going changes with every sample: its page is drawn from one entry
-(`live_entry`), its snapshot and the parts that change with it, whose event number the page
+(`live_page`), its snapshot and the parts that change with it, whose event number the page
 resumes from (the live feed sends what came after it), and each part the page keeps has the
 entry's draw in its key. Past `LIVE_SECONDS` the entry is still served while one request
-draws the next: a page a few seconds old is as right as a new one, since the feed brings
-the rest. A cache that fails (Redis restarting) costs time, never an answer.
+draws the next once its own answer is sent: a page a few seconds old is as right as a new
+one, since the feed brings the rest. A cache that fails (Redis restarting) costs time,
+never an answer.
 """
 
 from __future__ import annotations
@@ -30,20 +31,21 @@ import secrets
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
-from functools import wraps
+from functools import partial, wraps
 from typing import Any, Generic, ParamSpec, TypedDict, TypeVar
 
 from django.core.cache import cache
 from django.db.models import Max
+from django.http.response import HttpResponseBase
 from redis.exceptions import RedisError
 
 from webapp.runs.models import Run, RunChange
 from webapp.runs.reads.selectors import LAST_CHANGE
 
 T = TypeVar("T")
+R = TypeVar("R", bound=HttpResponseBase)
 P = ParamSpec("P")
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,8 @@ LIVE_SECONDS = 3
 draws it again: its live feed brings the rest."""
 LIVE_KEPT_SECONDS = 30
 """How long a page entry of a run still going is kept: served past `LIVE_SECONDS` while its
-next one is drawn, or drawn again by whoever asks once a redraw has failed."""
+next one is drawn (at most this long, unless `live_page` is told less), or drawn again by
+whoever asks once a redraw has failed."""
 LIVE_PART_SECONDS = LIVE_KEPT_SECONDS + 2 * LIVE_SECONDS
 """How long a part of a page drawn from such an entry is kept: a little longer than the
 entry, which is kept once the page is drawn, so that a request served the entry finds them."""
@@ -80,7 +83,8 @@ class LiveEntry(TypedDict, Generic[T]):
     drawn: str
     """Which draw it is: the key of every part of a page drawn from it."""
     fresh_until: float
-    """A `time.time()`; served as it is until then, and while its next one is drawn after."""
+    """A `time.time()`; served as it is until then, and while its next one is drawn after
+    (`live_page`)."""
 
 
 def digest(parts: Iterable[object]) -> str:
@@ -100,10 +104,6 @@ def run_version(*, run: Run) -> str:
     if changed is UNREAD:
         changed = RunChange.objects.filter(run_id=run.pk).aggregate(last=Max("pk"))["last"]
     return digest([*run_row(run), run.dataset.version, changed])
-
-
-def run_timeout(run: Run) -> int:
-    return LIVE_SECONDS if run.is_active else FINISHED_SECONDS
 
 
 def _read(key: str) -> Any:
@@ -204,46 +204,61 @@ def shared(key: str, draw: Callable[[], T], *, timeout: int) -> T:
     return value
 
 
-@contextmanager
-def live_entry(key: str, draw: Callable[[], T]) -> Iterator[LiveEntry[T]]:
-    """The entry under `key` of a page that changes all the time (a run still going), for
-    the request to draw its page from, in the block; one that this request drew with `draw`
-    is kept when the block ends, once the page is drawn, fresh for `LIVE_SECONDS`.
+def live_page(key: str, draw: Callable[[], T], answer: Callable[[LiveEntry[T]], R | None],
+              *, stale_seconds: float = LIVE_KEPT_SECONDS - LIVE_SECONDS) -> R | None:
+    """The request's answer (`answer`) drawn from the entry under `key` of a page that
+    changes all the time (a run still going); `answer` gives None for an entry that does not
+    serve (its run came to rest), which is then never kept.
 
-    An entry gone stale is still served, at once, to all but the one request that claims
-    its redraw (through the cache, so one across web processes): that one draws the next,
-    draws its page from it, and only then keeps it, so that the requests served the new
-    entry find the parts of its page drawn. Parts drawn from an entry must have its `drawn`
-    stamp in their keys. With no entry at all, the requests of a process wait for the one
-    drawing it (as `shared` does)."""
+    An entry is served as it is for `LIVE_SECONDS`, then, stale, for `stale_seconds` more,
+    to every request at once. The one request that claims its redraw (through the cache, so
+    one across web processes) is answered from it too, and only once its answer is sent
+    draws the next entry and an answer from it (which puts its parts in the cache), then
+    keeps the entry: no request waits for a redraw while an entry serves. Parts drawn from
+    an entry must have its `drawn` stamp in their keys. With no entry, or only one older
+    than that, the request draws it, and the requests of its process wait for it (as
+    `shared` does)."""
     early = _read_early.get()
     found: LiveEntry[T] | None = early[key] if early is not None and key in early else _read(key)
-    if found is not None and (time.time() < found["fresh_until"]
-                              or not _claim(f"{key}:redraw:{found['drawn']}")):
-        yield found
-        return
-    if found is not None:
-        entry = _drawn_entry(draw)
-        yield entry
-        _keep(key, _freshened(entry), LIVE_KEPT_SECONDS)
-        return
+    if found is not None and time.time() < found["fresh_until"] + stale_seconds:
+        answered = answer(found)
+        if (answered is not None and time.time() >= found["fresh_until"]
+                and _claim(f"{key}:redraw:{found['drawn']}")):
+            after_response(answered, partial(_redraw_quietly, key, draw, answer))
+        return answered
     with _lock_of(key):
         found = _read(key)
-        if found is not None:
-            yield found
-            return
-        entry = _drawn_entry(draw)
-        yield entry
-        _keep(key, _freshened(entry), LIVE_KEPT_SECONDS)
+        if found is not None and time.time() < found["fresh_until"] + stale_seconds:
+            return answer(found)
+        return _redraw(key, draw, answer)
 
 
-def _drawn_entry(draw: Callable[[], T]) -> LiveEntry[T]:
-    return {"value": draw(), "drawn": secrets.token_hex(8), "fresh_until": 0.0}
+def after_response(response: HttpResponseBase, then: Callable[[], object]) -> None:
+    """Call `then` on the request's thread once `response` has been sent: the server closes
+    a response after its last byte, and Django's `close()` calls its closers before
+    `request_finished` hands the thread's database connection back. A closer's error is
+    swallowed there, so `then` must report its own."""
+    # Django's own list (what `close()` runs); a test fails should an upgrade rename it.
+    response._resource_closers.append(then)  # type: ignore[attr-defined]
 
 
-def _freshened(entry: LiveEntry[T]) -> LiveEntry[T]:
-    # Fresh from when it is kept, not drawn: its page took a while to draw on a busy machine.
-    return {**entry, "fresh_until": time.time() + LIVE_SECONDS}
+def _redraw(key: str, draw: Callable[[], T], answer: Callable[[LiveEntry[T]], R | None],
+            ) -> R | None:
+    entry: LiveEntry[T] = {"value": draw(), "drawn": secrets.token_hex(8), "fresh_until": 0.0}
+    answered = answer(entry)
+    if answered is not None:
+        # Fresh from when it is kept, not drawn: its answer took a while on a busy machine.
+        _keep(key, {**entry, "fresh_until": time.time() + LIVE_SECONDS}, LIVE_KEPT_SECONDS)
+    return answered
+
+
+def _redraw_quietly(key: str, draw: Callable[[], T],
+                    answer: Callable[[LiveEntry[T]], R | None]) -> None:
+    # Its claim lapses (`LIVE_CLAIM_SECONDS`): another request draws it then.
+    try:
+        _redraw(key, draw, answer)
+    except Exception:
+        log.exception("page cache: drawing %s again after a response failed", key)
 
 
 def _claim(key: str) -> bool:
