@@ -468,6 +468,11 @@ def under_load(args: argparse.Namespace) -> None:
         print(f"load average after {elapsed:.0f} s of {args.clients} clients: {load_after}; "
               f"run {running}: {body['status']}, {body['progress']['done'] - done_before:,} "
               f"samples evaluated meanwhile (sandbox policy {args.sandbox})")
+        if body["status"] not in ("queued", "running", "aggregating"):
+            # Its page was then a finished run's page, drawn anew once, for the rest.
+            print(f"NOTE: run {running} came to rest before the load ended, so not every "
+                  "'run page (running)' request was of a running run: a larger "
+                  "--running-samples keeps it going")
         total = sum(len(c.times.get(label, [])) for c in clients for label in pages)
         print(f"{total:,} requests, {total / elapsed:.1f}/s, {args.web_processes} web "
               f"process{'es' if args.web_processes > 1 else ''}, which used "

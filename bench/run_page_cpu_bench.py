@@ -12,9 +12,10 @@ it, `get_run_for_user`), timed the same way.
 
 With --running, a second run of the same size that stays running (its samples done, as
 `large_run_create` leaves one) is timed twice: served from the page cache, and drawn, with
-every page entry forgotten before each request (what the request pays that finds a running
-run's entries gone or stale and draws them again). The two share the one thread here; under
-load what matters is who pays the drawing, which `bench/pages_bench.py --clients` shows.
+every page entry forgotten before each request (what a request pays that finds a running
+run's entries gone; one that finds them stale pays it after its answer is sent, which Django's
+test client does before it returns). The two share the one thread here; under load what
+matters is who waits for the drawing, which `bench/pages_bench.py --clients` shows.
 
     python bench/run_page_cpu_bench.py [--repeats 50] [--batches 5] [--per-task 20] [--running]
 """
