@@ -43,6 +43,7 @@ follows the run's size means the step holds the whole run in memory.
 A first try: `--per-task 5` (820 against 8,200 samples).
 
     python bench/scale_bench.py --built    # all but the evaluation, in a few minutes
+    python bench/scale_bench.py --steps matrix.json,api-matrix    # some steps only
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ DATASET = "humaneval/python/en"
 PASSWORD = "bench-password-123"
 PAGE_GOAL_S = 1.0
 RATIO_GOAL = 10.0
+REDIS_URL = "redis://127.0.0.1:6379/13"
+"""The bench's own Redis database: another bench's services mode flushes and shares
+`webapp_bench`'s (15), and its workers would take this stack's tasks."""
 
 AGGREGATE = """
 import json, os, time
@@ -98,17 +102,36 @@ print(json.dumps({{"seconds": seconds, "start_kb": start_kb,
 with the process's peak memory."""
 
 DOWNLOADS = (
-    ("run page", "/runs/{run}/", True),
-    ("API read", "/api/runs/{run}", True),
-    ("export matrix.csv", "/runs/{run}/export/matrix.csv", False),
-    ("export matrix.json", "/runs/{run}/export/matrix.json", False),
-    ("export results.jsonl", "/runs/{run}/export/results.jsonl", False),
-    ("API results", "/api/runs/{run}/results", False),
-    ("API matrix", "/api/runs/{run}/matrix", False),
-    ("compare page", "/compare/{run}/{partner}/", True),
+    ("run-page", "run page", "/runs/{run}/", True),
+    ("api-read", "API read", "/api/runs/{run}", True),
+    ("matrix.csv", "export matrix.csv", "/runs/{run}/export/matrix.csv", False),
+    ("matrix.json", "export matrix.json", "/runs/{run}/export/matrix.json", False),
+    ("results.jsonl", "export results.jsonl", "/runs/{run}/export/results.jsonl", False),
+    ("api-results", "API results", "/api/runs/{run}/results", False),
+    ("api-matrix", "API matrix", "/api/runs/{run}/matrix", False),
+    ("compare", "compare page", "/compare/{run}/{partner}/", True),
 )
-"""What is fetched of a finished run: label, path, and whether it is a page (timed
+"""What is fetched of a finished run: step, label, path, and whether it is a page (timed
 --repeats times, with the 1 s goal) rather than a download (once)."""
+STEPS = ("upload", "staging", "evaluation", "aggregation", *(step for step, *_ in DOWNLOADS))
+
+
+def chosen_steps(names: str, *, built: bool) -> frozenset[str]:
+    """The steps to measure, from a comma-separated list of STEPS ("all": every one).
+    Evaluation needs its run staged, so it brings staging; --built drops it. Without
+    evaluation the later steps are measured on runs built straight into the database."""
+    steps = set(STEPS) if names.strip() == "all" else {
+        name.strip() for name in names.split(",") if name.strip()}
+    if unknown := steps - set(STEPS):
+        raise ValueError(f"unknown steps {', '.join(sorted(unknown))}: "
+                         f"choose from {', '.join(STEPS)}")
+    if not steps:
+        raise ValueError("no steps chosen")
+    if built:
+        steps.discard("evaluation")
+    if "evaluation" in steps:
+        steps.add("staging")
+    return frozenset(steps)
 
 
 @dataclass(frozen=True)
@@ -240,17 +263,24 @@ def stop(stack: Stack, name: str) -> None:
 
 
 def measure_intake(stack: Stack, token: str, path: Path, primer: Path, *, name: str,
-                   timeout: float) -> tuple[int, dict[str, Figure], Peaks]:
-    """Upload and staging of one file; the run's id, the figures, and the peaks of the
-    worker, started afresh before the run was queued and primed with a run of two samples
-    (each pool process builds its engine once: the sandbox's calibration and runners)."""
-    peaks = Peaks([restart(stack, "web")])
-    start = time.perf_counter()
-    status, body = post_file(stack, token, path, name=name, dry_run=True, timeout=timeout)
-    if status != 200:
-        raise SystemExit(f"dry run of {path.name}: HTTP {status} {str(body)[:500]}")
-    label = "upload (dry run: receive + validate)"
-    figures = {label: peaks.figure(time.perf_counter() - start, label)}
+                   steps: frozenset[str], timeout: float,
+                   ) -> tuple[int | None, dict[str, Figure], Peaks]:
+    """Upload and staging of one file, as far as `steps` ask; the run's id (None unless
+    staged), the figures, and the peaks of the worker, started afresh before the run was
+    queued and primed with a run of two samples (each pool process builds its engine once:
+    the sandbox's calibration and runners)."""
+    figures = {}
+    if "upload" in steps:
+        peaks = Peaks([restart(stack, "web")])
+        start = time.perf_counter()
+        status, body = post_file(stack, token, path, name=name, dry_run=True,
+                                 timeout=timeout)
+        if status != 200:
+            raise SystemExit(f"dry run of {path.name}: HTTP {status} {str(body)[:500]}")
+        label = "upload (dry run: receive + validate)"
+        figures[label] = peaks.figure(time.perf_counter() - start, label)
+    if "staging" not in steps:
+        return None, figures, Peaks([])
     peaks = Peaks([restart(stack, "web")])
     pool = []
     if "worker" in stack.processes:
@@ -275,13 +305,16 @@ def measure_aggregation(stack: Stack, run_id: int) -> Figure:
 
 
 def measure_downloads(stack: Stack, browser: Browser, run_id: int, partner: int, *,
-                      repeats: int, timeout: float) -> dict[str, Figure]:
-    """Each page and download of DOWNLOADS on a fresh web process. A page is first drawn
-    for the partner run (the process's own first request: imports, templates), then timed
-    for the run, uncached, then `repeats` times more (from the page cache, where it keeps
-    the page): two rows."""
+                      steps: frozenset[str], repeats: int, timeout: float,
+                      ) -> dict[str, Figure]:
+    """Each page and download of DOWNLOADS among `steps` on a fresh web process. A page is
+    first drawn for the partner run (the process's own first request: imports, templates),
+    then timed for the run, uncached, then `repeats` times more (from the page cache, where
+    it keeps the page): two rows."""
     figures = {}
-    for label, template, page in DOWNLOADS:
+    for step, label, template, page in DOWNLOADS:
+        if step not in steps:
+            continue
         path = template.format(run=run_id, partner=partner)
         pid = restart(stack, "web")
         if page:
@@ -305,26 +338,35 @@ def built_run(stack: Stack, per_task: int, name: str) -> int:
 
 
 def measure_run(stack: Stack, token: str, browser: Browser, path: Path, primer: Path, *,
-                per_task: int, args: argparse.Namespace) -> dict[str, Figure]:
+                per_task: int, steps: frozenset[str], args: argparse.Namespace,
+                ) -> dict[str, Figure]:
     print(f"{path.stem} ({per_task} per task); load {load_average()}", flush=True)
     run_id, figures, workers = measure_intake(stack, token, path, primer, name=path.stem,
-                                              timeout=args.run_timeout)
-    if args.built:
-        # The uploaded run stays queued (no worker is running); the rest is measured on a
-        # run of the same size built with its verdicts.
-        run_id = built_run(stack, per_task, f"built n={per_task}")
-    else:
+                                              steps=steps, timeout=args.run_timeout)
+    downloads = steps & {step for step, *_ in DOWNLOADS}
+    if "evaluation" in steps and run_id is not None:
         seconds = wait_finished(stack, token, [run_id], timeout=args.run_timeout)
         label = "evaluation overhead (worker)"
         figures[label] = workers.figure(seconds, label)
+    elif "aggregation" in steps or downloads:
+        # An uploaded run stays queued (no worker is running); the rest is measured on a
+        # run of the same size built with its verdicts.
+        run_id = built_run(stack, per_task, f"built n={per_task}")
+    else:
+        return figures
     _, summary = api(stack.url, token, f"/api/runs/{run_id}?problems=0")
     progress = summary["progress"]
     print(f"  run {run_id}: {progress['total']:,} samples, {progress['cached']:,} from the "
           f"cache; load {load_average()}", flush=True)
-    figures["aggregation (bootstrap intervals)"] = measure_aggregation(stack, run_id)
-    partner = built_run(stack, per_task, f"partner n={per_task}")
-    figures.update(measure_downloads(stack, browser, run_id, partner, repeats=args.repeats,
-                                     timeout=args.run_timeout))
+    if "aggregation" in steps:
+        figures["aggregation (bootstrap intervals)"] = measure_aggregation(stack, run_id)
+    if downloads:
+        # The partner: the compare page's other run, and each page's first request.
+        pages = {step for step, *_, page in DOWNLOADS if page}
+        partner = (built_run(stack, per_task, f"partner n={per_task}") if downloads & pages
+                   else run_id)
+        figures.update(measure_downloads(stack, browser, run_id, partner, steps=downloads,
+                                         repeats=args.repeats, timeout=args.run_timeout))
     return figures
 
 
@@ -339,12 +381,17 @@ def evaluate(stack: Stack, token: str, path: Path, *, timeout: float) -> float:
     return time.perf_counter() - start
 
 
-def bench(args: argparse.Namespace, files: dict[str, Path], work: Path,
+def bench(args: argparse.Namespace, steps: frozenset[str], files: dict[str, Path], work: Path,
           ) -> dict[str, dict[str, Figure]]:
     env = {"WORKBENCH_VAR_DIR": str(work / "var"), "EVALUATOR_SANDBOX": args.sandbox,
            "DJANGO_SECRET_KEY": secrets.token_urlsafe(40), "DATABASE_URL": "", "REDIS_URL": ""}
     mode = "services" if args.database == "postgres" else "embedded"
     with services_env(env, mode):
+        if mode == "services":
+            import redis
+
+            redis.Redis.from_url(REDIS_URL).flushdb()
+            env["REDIS_URL"] = REDIS_URL
         stack = Stack(env=env, port=free_port(), concurrency=args.workers,
                       log_dir=work / "logs")
         try:
@@ -356,7 +403,7 @@ def bench(args: argparse.Namespace, files: dict[str, Path], work: Path,
             # Beat's sweeper would take over a built run whose scoring outlasts its lease
             # on a busy machine; nothing here needs it.
             stop(stack, "beat")
-            if args.built:
+            if "evaluation" not in steps:
                 stop(stack, "worker")
             else:
                 # The programs evaluated once, for real: the timed runs find them cached.
@@ -364,7 +411,7 @@ def bench(args: argparse.Namespace, files: dict[str, Path], work: Path,
                 print(f"warm-up (the programs evaluated for real): {seconds:.1f} s; "
                       f"load {load_average()}", flush=True)
             return {size: measure_run(stack, token, browser, files[size],
-                                      files[f"prime-{size}"], args=args,
+                                      files[f"prime-{size}"], steps=steps, args=args,
                                       per_task=args.per_task * (args.factor if size == "large"
                                                                 else 1))
                     for size in ("small", "large")}
@@ -377,7 +424,7 @@ def ratio(large: float, small: float) -> str:
 
 
 def print_table(results: dict[str, dict[str, Figure]], small_n: int, large_n: int) -> None:
-    pages = {label for label, _, page in DOWNLOADS if page}
+    pages = {label for _, label, _, page in DOWNLOADS if page}
     print(f"\n{'step':<38}{f'{small_n:,}: s':>12}{'MB (+growth)':>15}"
           f"{f'{large_n:,}: s':>12}{'MB (+growth)':>15}{'time':>8}{'growth':>8}  goal")
     for label, small in results["small"].items():
@@ -407,6 +454,10 @@ def main() -> None:
     parser.add_argument("--built", action="store_true",
                         help="no worker and no evaluation: the files are uploaded, and the "
                              "later steps measured on runs built straight into the database")
+    parser.add_argument("--steps", default="all",
+                        help="the steps to measure, comma-separated, of: " + ", ".join(STEPS)
+                             + " (evaluation brings staging; without evaluation the later "
+                               "steps are measured on runs built straight into the database)")
     parser.add_argument("--run-timeout", type=float, default=7200.0,
                         help="seconds allowed for one upload, evaluation or download")
     args = parser.parse_args()
@@ -414,12 +465,16 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     if not 1 <= args.per_task <= 100 or args.factor < 2:
         parser.error("--per-task is 1 to 100 (the file's samples per task), --factor ≥ 2")
+    try:
+        steps = chosen_steps(args.steps, built=args.built)
+    except ValueError as exc:
+        parser.error(str(exc))
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as folder:
         work = Path(folder)
         files, count = write_files(shared_dir() / CODEGEN, args.per_task, args.factor, work)
         print(f"{args.database}: {count:,} against {count * args.factor:,} samples; "
               f"load {load_average()}", flush=True)
-        results = bench(args, files, work)
+        results = bench(args, steps, files, work)
     print(f"load average after: {load_average()}")
     print_table(results, count, count * args.factor)
     print(json.dumps({size: {label: vars(figure) for label, figure in figures.items()}
