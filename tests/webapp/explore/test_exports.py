@@ -166,6 +166,20 @@ def test_json_matrix_streams_a_batch_of_samples_at_a_time(personas, make_run, mo
     assert data["problems"][1]["samples"][0]["status"] == "passed"
 
 
+def test_json_matrix_parts_end_at_a_size_too(personas, make_run, monkeypatch):
+    # 500 samples whose tests print a lot are megabytes: a part also ends at PART_CHARS.
+    from webapp.runs.reads import exports
+
+    monkeypatch.setattr(exports, "PART_CHARS", 1)
+    records = [{"task_id": "HumanEval/0", "completion": f"    return {i} < 0\n"}
+               for i in range(4)]
+    run = make_run(records, name="sizes")
+    chunks = list(exports.matrix_json(run))
+    assert [chunk.count('"completion_id"') for chunk in chunks] == [1, 1, 1, 1, 0]
+    data = json.loads("".join(chunks))
+    assert [s["completion_id"] for s in data["problems"][0]["samples"]] == [0, 1, 2, 3]
+
+
 def test_json_matrix_of_a_run_without_samples_is_valid(personas, runs):
     from webapp.runs.models import Sample
     from webapp.runs.reads import exports

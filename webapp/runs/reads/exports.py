@@ -29,6 +29,9 @@ MATRIX_TEST_FIELDS = ("index", "group", "status", "source", "expected", "actual"
                       "message", "duration_ms")
 """What the JSON matrix gives of each test's `TestOutcome`."""
 BATCH = 500
+PART_CHARS = 1_000_000
+"""The JSON matrix also ends a part at this size: 500 samples of a task whose tests print a
+lot came to 11 MB, which a streamed download held at once."""
 
 
 def _sample_rows(
@@ -93,9 +96,11 @@ def matrix_json(run: Run) -> Iterator[str]:
     """`{"run": {...}, "problems": [{"task_id", "aligned_task_id", "samples": [{..., "tests":
     [...]}]}]}`, written sample by sample, a batch at a time: one entry for each stretch of
     consecutive samples with the same id in the file. Nothing holds a whole problem, whose
-    samples grow with the run (1,000 a task at the upload limit)."""
+    samples grow with the run (1,000 a task at the upload limit), nor more than about
+    `PART_CHARS` of them."""
     parts = ['{"run": ' + json.dumps(run_header(run), ensure_ascii=False) + ', "problems": [']
     current: tuple[str, str] | None = None
+    size = 0
     for count, (source_id, task_id, index, status, error_type, cached, result) in enumerate(
             _sample_rows(run), start=1):
         if (source_id, task_id) != current:
@@ -114,9 +119,10 @@ def matrix_json(run: Run) -> Iterator[str]:
                 for test in (stored.tests if stored else ())
             ],
         }, ensure_ascii=False))
-        if count % BATCH == 0:
+        size += len(parts[-1])
+        if count % BATCH == 0 or size >= PART_CHARS:
             yield "".join(parts)
-            parts = []
+            parts, size = [], 0
     parts.append("" if current is None else "]}")
     parts.append("]}\n")
     yield "".join(parts)
