@@ -35,13 +35,15 @@ which saves starting the driver twice and collect2 once. When a prelude is built
 program is built both ways and the two executables compared byte for byte; if they
 differ, or the driver's commands are not the three expected, jobs use `g++` as before.
 
-Per-test outcomes. Each `assert(...)` in the test text becomes a block that evaluates
-the condition, reports it (with expected and actual when it is `a == b`, and otherwise
-the value of the first call of the function under test), catches exceptions, and goes
-on. A guard at the top of `main` reports `done` when `main` returns. When the rewrite
-cannot be made safely (no `main`, `assert` inside a macro), or the rewritten program
-fails to compile where the original would not, the unchanged program runs and is
-judged by its exit status, and the result says so.
+Per-test outcomes. Each `assert(...)` in the test text, in `main` or in a function it
+calls (HumanEval-X+ writes its thousand checks in functions of 10, which g++ compiles
+several times faster than one `main`), becomes a block that evaluates the condition,
+reports it (with expected and actual when it is `a == b`, and otherwise the value of the
+first call of the function under test), catches exceptions, and goes on. A guard at the
+top of `main` reports `done` when `main` returns. When the rewrite cannot be made safely
+(no `main`, `assert` inside a macro), or the rewritten program fails to compile where
+the original would not, the unchanged program runs and is judged by its exit status, and
+the result says so.
 """
 
 from __future__ import annotations

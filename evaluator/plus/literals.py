@@ -33,6 +33,12 @@ REASONS = {
 
 MAX_CHECK_CHARS = 100_000
 
+CPP_STRINGS = "plus_strings_"
+"""The C++ test's helper making a `vector<string>` of a list of C strings: an
+initializer list of `std::string` is code, a constructor and a cleanup per element,
+which g++ compiles at a quarter of a millisecond each, 14 s for HumanEval/14's 32,000
+(`programs._CPP_STRINGS`); a list of pointers is data."""
+
 
 class Untranslatable(ValueError):  # noqa: N818 - it names the outcome, not an error
     def __init__(self, reason: str, detail: str = "") -> None:
@@ -148,6 +154,10 @@ def _cpp(value: Any, t: ValueType) -> str:
         return f"string({quoted(check_text(value, t, 'cpp'), 'cpp')})"
     if kind == "char":
         return quoted(_char(value, t, "cpp"), "cpp", "'")
+    if kind == "list" and t.args[0].kind == "str":
+        items = ", ".join(quoted(check_text(item, t.args[0], "cpp"), "cpp")
+                          for item in _items(value, t))
+        return f"{CPP_STRINGS}({{{items}}})"
     if kind == "list":
         items = ", ".join(_cpp(item, t.args[0]) for item in _items(value, t))
         return f"{t.spelled}{{{items}}}"

@@ -146,6 +146,31 @@ def test_braced_right_side_is_not_split() -> None:
     assert [s.kind for s in rewrite.sites] == ["truth"]
 
 
+# The checks in functions that main calls, as HumanEval-X+ writes a long test.
+IN_FUNCTIONS = """#undef NDEBUG
+#include<assert.h>
+static void checks_0(){
+    assert (add(1, 2) == 3);
+    assert (add(2, 2) == 5);
+}
+static void checks_1(){
+    assert (add(-1, 1) == 0);
+}
+int main(){
+    checks_0();
+    checks_1();
+}
+"""
+
+
+def test_rewrite_splits_the_asserts_of_the_functions_main_calls() -> None:
+    rewrite = rewrite_test(IN_FUNCTIONS, ("add",))
+    assert rewrite.split
+    assert [(s.kind, s.line) for s in rewrite.sites] == [("eq", 4), ("eq", 5), ("eq", 8)]
+    # The guard reporting `done` goes in main, not in the first function.
+    assert rewrite.text.index("MainGuard") > rewrite.text.index("int main(){")
+
+
 # -- running -----------------------------------------------------------------------------
 
 
@@ -174,6 +199,15 @@ def test_failing_assert_in_the_middle_does_not_stop_the_rest(engine: Engine) -> 
     assert (result.tests[3].actual, result.tests[3].expected) == ("4", "4")
     assert result.test_set == "hidden"
     assert result.task_kind == "generation"
+
+
+@needs_gxx
+def test_each_assert_of_a_called_function_is_its_own_test(engine: Engine) -> None:
+    result = run(engine, "    return a + b;\n}\n", make_problem(test=IN_FUNCTIONS))
+    assert [t.status for t in result.tests] == ["passed", "failed", "passed"]
+    assert (result.tests[1].actual, result.tests[1].expected) == ("4", "5")
+    assert result.tests[2].source == "assert (add(-1, 1) == 0)"
+    assert result.status == "failed"
 
 
 @needs_gxx

@@ -12,7 +12,9 @@ import pytest
 
 from evaluator.__main__ import main
 from evaluator.datasets import load_dataset
+from evaluator.languages.cpp import rewrite_test
 from evaluator.languages.go import imported_paths
+from evaluator.plus import programs
 from evaluator.plus.build import (
     GO_TEST_SETUP,
     PlusSource,
@@ -182,6 +184,39 @@ def test_renders_typed_literals() -> None:
     assert literal("cpp", -2 ** 31, read_type("cpp", "int")) == "(-2147483647-1)"
 
 
+def test_cpp_string_lists_are_c_strings_made_strings_at_run_time() -> None:
+    strings = read_type("cpp", "vector<string>")
+    assert literal("cpp", ["a", 'b"'], strings) == 'plus_strings_({"a", "b\\""})'
+    assert literal("cpp", [], strings) == "plus_strings_({})"
+    assert literal("cpp", [["a"]], read_type("cpp", "vector<vector<string>>")) \
+        == 'vector<vector<string>>{plus_strings_({"a"})}'
+    with pytest.raises(Untranslatable, match="non_ascii_text"):
+        literal("cpp", ["\u00e9"], strings)
+
+
+def test_cpp_checks_sit_in_functions_that_main_calls_in_order() -> None:
+    signature = read_signature("cpp", "vector<string> f(vector<string> xs){", "f")
+    strings = signature.returns
+    lists = [literal("cpp", [str(i)], strings) for i in range(25)]
+    checks = [programs.Check((text,), text, tolerant=False) for text in lists]
+    program = programs.test_program("cpp", signature, checks, 0.0)
+    bodies = program.split("int main(){")[0].split("static void plus_checks_")[1:]
+    assert [body.count("assert (") for body in bodies] == [10, 10, 5]
+    assert program.endswith("int main(){\n    plus_checks_0_();\n    plus_checks_1_();\n"
+                            "    plus_checks_2_();\n}\n")
+    assert program.count("std::vector<std::string> plus_strings_(") == 1
+    rewrite = rewrite_test(program, ("f",))
+    # One test per check, in the inputs' order, each showing expected and actual.
+    assert [site.source for site in rewrite.sites] == [
+        f'assert (f(plus_strings_({{"{i}"}})) == (plus_strings_({{"{i}"}})))'
+        for i in range(25)]
+    assert {site.kind for site in rewrite.sites} == {"eq"}
+    numbers = read_signature("cpp", "int g(int x){", "g")
+    one = programs.Check(("1",), "1", tolerant=False)
+    plain = programs.test_program("cpp", numbers, [one], 0.0)
+    assert "plus_strings_" not in plain
+
+
 def test_escapes_text_so_the_compiler_reads_it_back() -> None:
     assert literal("cpp", 'a"b\\c\n??/', read_type("cpp", "string")) \
         == 'string("a\\"b\\\\c\\n\\?\\?/")'
@@ -291,6 +326,23 @@ def test_a_wrong_solution_fails_with_expected_and_actual(sources: tuple[Path, Pa
     failure = report["failures"][0]
     assert (failure["input"], failure["expected"], failure["actual"]) == (3, "-4", "-3")
     assert failure["cause"] == "negative_operand"
+
+
+@needs_gxx
+def test_a_failure_past_the_first_function_names_its_own_input(
+        sources: tuple[Path, Path], tmp_path: Path) -> None:
+    plus_dir, x_dir = sources
+    add = {**PLUS[0], "base_input": [[1, 2]], "plus_input": [[i, 1] for i in range(60)]}
+    _write(plus_dir / "HumanEvalPlus-Mini.jsonl.gz", [add])
+    broken = [{**CPP[0], "canonical_solution": "    return x+y+(x==55);\n}\n"}]
+    _write(x_dir / "humaneval_cpp.jsonl.gz", broken)
+    out = tmp_path / "out"
+    build_plus(plus_dir, x_dir, out, "mini", ["cpp"], workers=1)
+    report = validate(out / "humaneval_cpp.jsonl.gz", workers=1)
+    assert (report["tests"], report["passed"]) == (61, 60)
+    # [55, 1] is input 56, in the second function of checks.
+    [failure] = report["failures"]
+    assert (failure["input"], failure["expected"], failure["actual"]) == (56, "56", "57")
 
 
 @needs_node
