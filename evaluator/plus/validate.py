@@ -72,7 +72,8 @@ def classify(outcome: TestOutcome, *, arguments: str = "", given: str = "",
         return "timeout"
     if "overflow" in (outcome.message or "").lower():
         return "overflow"  # Rust's debug build checks its arithmetic
-    if (outcome.expected or "").startswith(ROOT_EXPECTED):
+    # JavaScript's and Go's harnesses show the expected text quoted ('...', "...").
+    if (outcome.expected or "").lstrip("'\"").startswith(ROOT_EXPECTED):
         return "not_a_root"
     if not arguments.isascii() or re.search(r"\\u00[89a-f]|\\u0[1-9a-f]|\\u[1-9a-f]",
                                             arguments):
