@@ -210,10 +210,16 @@ def test_the_full_sets_cpp_failures_of_slow_and_rounding_solutions_are_explained
     assert sorted(validation["patched_problems"]) \
         == sorted(f"HumanEval/{n}" for n in (*TOO_SLOW, ROUNDING))
     assert validation["passed_patched"] == validation["tests"] - 1
+    listed = {entry.task_id: set(entry.inputs) for entry in load_registry().defects
+              if entry.id in {f"hx-cpp-{n}-plus" for n in TOO_SLOW}}
     failing: dict[str, set[str]] = {}
     for failure in validation["failures"]:
         if failure["task_id"] != f"HumanEval/{ROUNDING}":
-            assert failure["cause"] == "timeout", failure
+            # The slow input itself may also end, wrongly: /77's overflowing cube stops on
+            # a wrapped value equal to |a| (true for 2147483647) after 1.6 s of CPU when
+            # the machine is quiet, and runs past its 3 s when it is busy.
+            assert (failure["cause"] == "timeout"
+                    or failure["arguments"] in listed[failure["task_id"]]), failure
         failing.setdefault(failure["task_id"], set()).update(failure["explained_by"])
     assert failing == {f"HumanEval/{n}": {f"hx-cpp-{n}-plus"} for n in TOO_SLOW} | {
         f"HumanEval/{ROUNDING}": {"hx-cpp-151-plus", "hx-cpp-151-plus-rounding"}}
@@ -250,3 +256,15 @@ def test_a_missed_root_is_named_as_such_in_base_and_plus_inputs() -> None:
     found = _failures(problem, result, ["[[1, 0]]", "[[1, 1]]"])
     assert [(f["group"], f["cause"]) for f in found] == [("base", "not_a_root"),
                                                          ("plus", "not_a_root")]
+
+
+@pytest.mark.parametrize("shown", ["'a root, |poly(x)| <= 0.0001'",  # JavaScript
+                                   '"a root, |poly(x)| <= 0.0001"'])  # Go
+def test_a_missed_root_is_named_as_such_when_the_harness_quotes_the_text(shown: str) -> None:
+    """The full set's JavaScript run put 78 missed roots down to `negative_operand`, read
+    off a coefficient's sign, because its harness shows the expected text in quotes."""
+    check = ("assert.deepEqual(plusRoot(findZero([9450000, 9, -7, 3]), [9450000, 9, -7, 3]),"
+             ' "a root, |poly(x)| <= 0.0001", null)')
+    outcome = Outcome(index=0, source=check, status="failed", expected=shown,
+                      actual="'x = 5.898489322396927, poly(x) = 0.000706791877746582'")
+    assert classify(outcome, arguments=check, given="[[9450000, 9, -7, 3]]") == "not_a_root"
