@@ -209,6 +209,8 @@ def _java(value: Any, t: ValueType) -> str:
         return quoted(_char(value, t, "java"), "java", "'")
     if kind == "list":
         items = [_java(item, t.args[0]) for item in _items(value, t)]
+        if items == ["null"]:
+            items = [f"({t.args[0].spelled}) null"]  # not asList's whole varargs array
         return f"new ArrayList<>(Arrays.asList({', '.join(items)}))" if items \
             else "new ArrayList<>()"
     if kind == "optional":
@@ -234,6 +236,8 @@ def _java_natural(value: Any) -> str:
         return quoted(check_text(value, ValueType("str"), "java"), "java")
     if isinstance(value, list | tuple):
         items = [_java_natural(item) for item in value]
+        if items == ["null"]:
+            items = ["(Object) null"]  # not asList's whole varargs array
         return f"new ArrayList<>(Arrays.asList({', '.join(items)}))" if items \
             else "new ArrayList<>()"
     if isinstance(value, dict):

@@ -182,19 +182,40 @@ _JAVA_HELPERS = """\
 
 _JAVA_CHUNK = 40
 """Checks per method: one method holding thousands would pass the JVM's 64 KB limit."""
+_JAVA_CHUNK_CHARS = 12_000
+"""And characters per method: a literal's element costs javac more bytes than its text
+(an `Integer` boxed into an array: about 12 bytes for `1831, `), and HumanEval/96's 40
+checks of up to 1,831 primes each passed 64 KB (`code too large`)."""
 
 
 def _java(signature: Signature, checks: list[Check], atol: float, rtol: float) -> str:
-    lines = ["public class Main {", _JAVA_HELPERS]
-    chunks = [checks[i:i + _JAVA_CHUNK] for i in range(0, len(checks), _JAVA_CHUNK)]
+    statements = []
+    for check in checks:
+        call = f"s.{signature.name}({', '.join(check.arguments)})"
+        if check.tolerant:
+            call = f"plusSnap({call}, {check.expected}, {atol!r}, {rtol!r})"
+        statements.append(f"if (!Objects.equals({call}, {check.expected})) "
+                          "{ throw new AssertionError(); }")
+    return _java_program(_JAVA_HELPERS, statements)
+
+
+def _java_program(helpers: str, statements: list[str]) -> str:
+    """The checks in methods of at most `_JAVA_CHUNK` checks and about `_JAVA_CHUNK_CHARS`
+    characters (a check longer than that has a method of its own), which `main` calls in
+    order."""
+    chunks: list[list[str]] = []
+    size = 0
+    for statement in statements:
+        if not chunks or len(chunks[-1]) >= _JAVA_CHUNK \
+                or size + len(statement) > _JAVA_CHUNK_CHARS:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(statement)
+        size += len(statement)
+    lines = ["public class Main {", helpers]
     for number, chunk in enumerate(chunks):
         lines.append(f"    static void plusChecks{number}(Solution s) {{")
-        for check in chunk:
-            call = f"s.{signature.name}({', '.join(check.arguments)})"
-            if check.tolerant:
-                call = f"plusSnap({call}, {check.expected}, {atol!r}, {rtol!r})"
-            lines.append(f"        if (!Objects.equals({call}, {check.expected})) "
-                         "{ throw new AssertionError(); }")
+        lines.extend(f"        {statement}" for statement in chunk)
         lines.append("    }")
     lines.append("    public static void main(String[] args) {")
     lines.append("        Solution s = new Solution();")
@@ -396,22 +417,12 @@ _JAVA_ROOT = """\
 
 
 def _java_roots(signature: Signature, checks: list[Check], atol: float) -> str:
-    lines = ["public class Main {", _root_helper(_JAVA_ROOT, signature.params[0], atol, "java")]
     expected = quoted(root_text(atol), "java")
-    chunks = [checks[i:i + _JAVA_CHUNK] for i in range(0, len(checks), _JAVA_CHUNK)]
-    for number, chunk in enumerate(chunks):
-        lines.append(f"    static void plusChecks{number}(Solution s) {{")
-        for check in chunk:
-            call = f"s.{signature.name}({', '.join(check.arguments)})"
-            lines.append(f"        if (!Objects.equals(plusRoot({call}, {check.arguments[0]}), "
-                         f"{expected})) {{ throw new AssertionError(); }}")
-        lines.append("    }")
-    lines.append("    public static void main(String[] args) {")
-    lines.append("        Solution s = new Solution();")
-    lines.extend(f"        plusChecks{number}(s);" for number in range(len(chunks)))
-    lines.append("    }")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    statements = [f"if (!Objects.equals(plusRoot(s.{signature.name}"
+                  f"({', '.join(check.arguments)}), {check.arguments[0]}), {expected})) "
+                  "{ throw new AssertionError(); }" for check in checks]
+    return _java_program(_root_helper(_JAVA_ROOT, signature.params[0], atol, "java"),
+                         statements)
 
 
 # `**` and a conditional rather than Math.pow and Math.abs: the program runs first, in

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -215,6 +216,34 @@ def test_cpp_checks_sit_in_functions_that_main_calls_in_order() -> None:
     one = programs.Check(("1",), "1", tolerant=False)
     plain = programs.test_program("cpp", numbers, [one], 0.0)
     assert "plus_strings_" not in plain
+
+
+def test_a_lone_java_null_in_a_list_is_one_element() -> None:
+    objects = read_type("java", "List<Object>")
+    assert literal("java", [None], objects) == "new ArrayList<>(Arrays.asList((Object) null))"
+    assert literal("java", [1, None], objects) == "new ArrayList<>(Arrays.asList(1, null))"
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="javac is not installed")
+def test_java_checks_of_long_lists_fit_the_jvms_method_limit(tmp_path: Path) -> None:
+    """HumanEval/96's checks hold up to 1,831 primes each: forty of them in one method
+    passed the JVM's 64 KB (`code too large`), so methods end at a size too."""
+    signature = read_signature("java", "public List<Integer> countUpTo(int n) {", "countUpTo")
+    primes = [n for n in range(2, 15_700) if all(n % d for d in range(2, int(n ** 0.5) + 1))]
+    assert len(primes) >= 1_831
+    expected = literal("java", primes[:1_831], signature.returns)
+    checks = [programs.Check((str(n),), expected, tolerant=False) for n in range(40)]
+    program = programs.test_program("java", signature, checks, 0.0)
+    methods = program.count("static void plusChecks")
+    assert methods > 1
+    assert program.count("if (!Objects.equals(") == 40
+    source = tmp_path / "Main.java"
+    source.write_text("import java.util.*;\nclass Solution {\n"
+                      "    public List<Integer> countUpTo(int n) { return null; }\n}\n"
+                      + program, encoding="utf-8")
+    done = subprocess.run(["javac", "-d", str(tmp_path), str(source)], capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_escapes_text_so_the_compiler_reads_it_back() -> None:
