@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -182,6 +183,27 @@ def test_the_feed_hands_each_event_of_a_message_on_its_own():
     assert consumers._events_of(message) == message["events"]
     single = {"type": MESSAGE_TYPE, "event": _finished(6, 3)}
     assert consumers._events_of(single) == [single["event"]], "an older worker's message"
+
+
+def test_a_message_s_ephemeral_events_are_encoded_once_for_all_its_viewers(monkeypatch):
+    """The feed hands every viewer in the process the same message, and a viewer may be
+    thousands of events behind the first: the texts stay with the message, not in a cache
+    of recent events that the viewers behind had outrun."""
+    encoded: list[Any] = []
+
+    def dumps(value: Any, **options: Any) -> str:
+        encoded.append(value)
+        return json.dumps(value, **options)
+
+    monkeypatch.setattr(consumers, "json", SimpleNamespace(dumps=dumps, loads=json.loads))
+    message = {"type": MESSAGE_TYPE, "events": [_started(6), _finished(6, 3), _started(7)]}
+    first = consumers._ephemeral_texts(message)
+    for sample in range(100, 2_100):  # the messages the first viewer sends meanwhile
+        consumers._ephemeral_texts({"type": MESSAGE_TYPE, "events": [_started(sample)]})
+    assert consumers._ephemeral_texts(message) is first
+    started = [event for event in message["events"] if "seq" not in event]
+    assert sum(1 for value in encoded if any(value is event for event in started)) == 2
+    assert [json.loads(first[id(event)]) for event in started] == started
 
 
 @pytest.mark.django_db(transaction=True)

@@ -305,6 +305,8 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
     gap_timer: asyncio.Task[None] | None = None
     frame: list[str] | None = None
     """While `run_event` handles a message: the events to send, encoded, in order."""
+    ephemeral: dict[int, str] = {}  # noqa: RUF012 - replaced, never changed in place
+    """While `run_event` handles a message: its ephemeral events' texts (`_ephemeral_texts`)."""
     reader: asyncio.Task[None] | None = None
     feed: RunFeed | None = None
 
@@ -406,17 +408,20 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         of a web process's work with 50 viewers of a busy run."""
         async with self.lock:
             self.frame = []
+            self.ephemeral = _ephemeral_texts(message)
             try:
                 for event in _events_of(message):
                     await self._forward(event)
             finally:
-                texts, self.frame = self.frame, None
+                texts, self.frame, self.ephemeral = self.frame, None, {}
             await self._send_frame(texts)
 
     async def _forward(self, event: dict[str, Any]) -> None:
         seq = event.get("seq")
         if seq is None:
-            await self._send_text(_encoded_ephemeral(event))  # started, a test reported
+            # Started, a test reported: encoded once for every viewer of the message.
+            text = self.ephemeral.get(id(event))
+            await self._send_text(json.dumps(event) if text is None else text)
             return
         if seq <= self.sent_seq:
             if event["type"] == "sample_finished":
@@ -585,19 +590,22 @@ def _drawn_snapshot(run_id: int) -> Drawn:
     return snapshot["seq"], snapshot["status"], json.dumps(snapshot)
 
 
-_encoded_events: OrderedDict[int, tuple[dict[str, Any], str]] = OrderedDict()
-"""id(event) -> an ephemeral live event and its JSON text, for the other viewers of its run
-in this process (the feed hands them all the same message). The event is kept with its
-text, so its id is not reused while it is here."""
+ENCODED = "_encoded_ephemeral"
+"""Where a message keeps its ephemeral events' JSON texts, by `id(event)`."""
 
 
-def _encoded_ephemeral(event: dict[str, Any]) -> str:
-    kept = _encoded_events.get(id(event))
-    if kept is None or kept[0] is not event:
-        kept = _encoded_events[id(event)] = (event, json.dumps(event))
-        while len(_encoded_events) > DRAWN_EVENTS_KEPT:
-            _encoded_events.popitem(last=False)
-    return kept[1]
+def _ephemeral_texts(message: dict[str, Any]) -> dict[int, str]:
+    """The JSON text of each ephemeral event of `message`, encoded by its first viewer and
+    kept in the message itself, which the feed hands every viewer of its run in this
+    process: the texts last exactly as long as a viewer still has the message to send.
+    A process-wide cache of the last 512 events was no use to the viewers that fall a few
+    thousand test events behind on a busy run, and encoding again per viewer kept them
+    there (a fifth of the event loop with 50 viewers)."""
+    texts = message.get(ENCODED)
+    if texts is None:
+        texts = message[ENCODED] = {id(event): json.dumps(event)
+                                    for event in _events_of(message) if event.get("seq") is None}
+    return texts
 
 
 def _drawn_live_event(event: dict[str, Any]) -> tuple[dict[str, Any], str]:
