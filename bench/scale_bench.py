@@ -386,12 +386,7 @@ def bench(args: argparse.Namespace, steps: frozenset[str], files: dict[str, Path
     env = {"WORKBENCH_VAR_DIR": str(work / "var"), "EVALUATOR_SANDBOX": args.sandbox,
            "DJANGO_SECRET_KEY": secrets.token_urlsafe(40), "DATABASE_URL": "", "REDIS_URL": ""}
     mode = "services" if args.database == "postgres" else "embedded"
-    with services_env(env, mode):
-        if mode == "services":
-            import redis
-
-            redis.Redis.from_url(REDIS_URL).flushdb()
-            env["REDIS_URL"] = REDIS_URL
+    with services_env(env, mode, redis_url=REDIS_URL):
         stack = Stack(env=env, port=free_port(), concurrency=args.workers,
                       log_dir=work / "logs")
         try:

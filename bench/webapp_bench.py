@@ -89,9 +89,11 @@ def page_time(browser: Browser, path: str, repeats: int = 10) -> tuple[float, fl
 
 
 @contextlib.contextmanager
-def services_env(env: dict[str, str], mode: str) -> Iterator[None]:
-    """For the services mode, a fresh PostgreSQL database and an empty Redis database,
-    named in `env` (`DATABASE_URL`, `REDIS_URL`), dropped afterwards; nothing otherwise."""
+def services_env(env: dict[str, str], mode: str, *,
+                 redis_url: str = REDIS_URL) -> Iterator[None]:
+    """For the services mode, a fresh PostgreSQL database and an empty Redis database
+    (`redis_url`: a bench that may run beside this one names its own), named in `env`
+    (`DATABASE_URL`, `REDIS_URL`), dropped afterwards; nothing otherwise."""
     if mode != "services":
         yield
         return
@@ -101,9 +103,9 @@ def services_env(env: dict[str, str], mode: str) -> Iterator[None]:
     admin = psycopg.connect(POSTGRES_ADMIN, autocommit=True)
     database = f"workbench_bench_{secrets.token_hex(4)}"
     admin.execute(f'CREATE DATABASE "{database}"')
-    redis.Redis.from_url(REDIS_URL).flushdb()
+    redis.Redis.from_url(redis_url).flushdb()
     env["DATABASE_URL"] = POSTGRES_ADMIN.rsplit("/", 1)[0] + f"/{database}"
-    env["REDIS_URL"] = REDIS_URL
+    env["REDIS_URL"] = redis_url
     try:
         yield
     finally:

@@ -72,6 +72,18 @@ def _answered(key: str, draw, *, stale_seconds: float | None = None) -> Answer:
     return answered
 
 
+def _calls_of(monkeypatch: pytest.MonkeyPatch, where: Any, name: str, real: Any) -> list[int]:
+    """`where.name` replaced by `real`, counted: one element a call."""
+    calls: list[int] = []
+
+    def counted(**kwargs: Any) -> Any:
+        calls.append(1)
+        return real(**kwargs)
+
+    monkeypatch.setattr(where, name, counted)
+    return calls
+
+
 def _counting() -> tuple[list[int], Any]:
     draws: list[int] = []
 
@@ -205,14 +217,7 @@ def test_a_running_run_page_is_served_stale_while_another_request_draws_it(
     personas, unstarted_run, monkeypatch,
 ):
     run, finished = _evaluated_as_running(unstarted_run, "stale")
-    snapshots: list[int] = []
-    real = selectors.run_snapshot
-
-    def counted(**kwargs: Any) -> Any:
-        snapshots.append(1)
-        return real(**kwargs)
-
-    monkeypatch.setattr(views, "run_snapshot", counted)
+    snapshots = _calls_of(monkeypatch, views, "run_snapshot", selectors.run_snapshot)
     client = client_for(personas.owner)
     first = finished[0][0]
     assert _shown(client.get(run.get_absolute_url()).content) == (first, 1, 1, 1)
@@ -230,14 +235,7 @@ def test_a_running_run_page_is_served_stale_while_another_request_draws_it(
     cache.delete(_redraw_claim(key, entry))
     assert _shown(client.get(run.get_absolute_url()).content) == (first, 1, 1, 1)
     assert len(snapshots) == 2, "drawn again after that answer"
-    tables: list[int] = []
-    real_table = reports.run_problem_table
-
-    def table(**kwargs: Any) -> Any:
-        tables.append(1)
-        return real_table(**kwargs)
-
-    monkeypatch.setattr(views, "run_problem_table", table)
+    tables = _calls_of(monkeypatch, views, "run_problem_table", reports.run_problem_table)
     done = len(finished)
     assert _shown(client.get(run.get_absolute_url()).content) == (finished[-1][0], done,
                                                                   done, done)
@@ -380,14 +378,8 @@ def test_a_running_runs_defect_aware_block_is_not_drawn_again_every_few_seconds(
     from webapp.defects.templatetags import defect_scores
 
     run, _ = _evaluated_as_running(unstarted_run, "block")
-    drawn: list[int] = []
-    real = defect_views.defect_aware_context
-
-    def counted(**kwargs: Any) -> dict[str, Any]:
-        drawn.append(1)
-        return real(**kwargs)
-
-    monkeypatch.setattr(defect_scores, "defect_aware_context", counted)
+    drawn = _calls_of(monkeypatch, defect_scores, "defect_aware_context",
+                      defect_views.defect_aware_context)
     client = client_for(personas.owner)
     assert b"Computed when the run finishes." in client.get(run.get_absolute_url()).content
     now = time.time

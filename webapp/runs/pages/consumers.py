@@ -305,8 +305,6 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
     gap_timer: asyncio.Task[None] | None = None
     frame: list[str] | None = None
     """While `run_event` handles a message: the events to send, encoded, in order."""
-    ephemeral: dict[int, str] = {}  # noqa: RUF012 - replaced, never changed in place
-    """While `run_event` handles a message: its ephemeral events' texts (`_ephemeral_texts`)."""
     reader: asyncio.Task[None] | None = None
     feed: RunFeed | None = None
 
@@ -408,20 +406,19 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         of a web process's work with 50 viewers of a busy run."""
         async with self.lock:
             self.frame = []
-            self.ephemeral = _ephemeral_texts(message)
+            encoded = _ephemeral_texts(message)
             try:
                 for event in _events_of(message):
-                    await self._forward(event)
+                    await self._forward(event, encoded)
             finally:
-                texts, self.frame, self.ephemeral = self.frame, None, {}
+                texts, self.frame = self.frame, None
             await self._send_frame(texts)
 
-    async def _forward(self, event: dict[str, Any]) -> None:
+    async def _forward(self, event: dict[str, Any], encoded: dict[int, str]) -> None:
+        """`encoded`: the message's ephemeral events' texts (`_ephemeral_texts`)."""
         seq = event.get("seq")
         if seq is None:
-            # Started, a test reported: encoded once for every viewer of the message.
-            text = self.ephemeral.get(id(event))
-            await self._send_text(json.dumps(event) if text is None else text)
+            await self._send_text(encoded[id(event)])  # started, a test reported
             return
         if seq <= self.sent_seq:
             if event["type"] == "sample_finished":
