@@ -16,9 +16,13 @@ from __future__ import annotations
 import ast
 import gzip
 import json
+import os
+import sys
+import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +36,8 @@ from evaluator.plus.oracle import Answer, expected_outputs, tag, untag
 from evaluator.plus.programs import ROOT_ORACLE, ROOT_PACKAGES, Check, test_program
 from evaluator.plus.python import PythonBuild
 from evaluator.plus.types import Signature, SignatureError, ValueType, read_signature
-from evaluator.plus.validate import validation_cells
-from evaluator.records import Problem
+from evaluator.plus.validate import validation_cells, without_problems
+from evaluator.records import Problem, task_order
 
 LANGUAGES = ("cpp", "java", "js", "go", "rust")
 SETS = {"mini": "HumanEvalPlus-Mini.jsonl.gz", "full": "HumanEvalPlus.jsonl.gz"}
@@ -107,6 +111,11 @@ class LanguageBuild:
     language: str
     problems: list[ProblemBuild] = field(default_factory=list)
     validation: dict[str, Any] | None = None
+    merged: list[str] | None = None
+    """The problems built this time, when they were merged into an earlier build of the
+    same set in the output directory (`--tasks`); None when the file was written anew."""
+    merged_into: int = 0
+    """How many problems that earlier build had."""
 
     @property
     def covered(self) -> int:
@@ -124,10 +133,31 @@ class LanguageBuild:
         return total
 
     def to_dict(self) -> dict[str, Any]:
-        return {"language": self.language, "problems": len(self.problems),
+        data = {"language": self.language, "problems": len(self.problems),
                 "covered": self.covered, "kept": self.kept, "dropped": dict(self.dropped),
                 "validation": self.validation,
                 "per_problem": [p.to_dict() for p in self.problems]}
+        if self.merged is not None:
+            data["merged"] = {"problems": self.merged, "into": self.merged_into}
+        return data
+
+
+def warn(text: str) -> None:
+    sys.stderr.write(f"warning: {text}\n")
+
+
+@contextmanager
+def replaced_atomically(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path` to write to, renamed over `path` when the block ends
+    without error (and removed when it does not): an interrupted build leaves the earlier
+    file whole, or none, never a truncated one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def load_sources(plus_dir: Path, which: str, *, task_ids: Iterable[str] | None = None,
@@ -142,6 +172,7 @@ def load_sources(plus_dir: Path, which: str, *, task_ids: Iterable[str] | None =
     wanted = set(task_ids) if task_ids is not None else None
     problems = [p for p in dataset.problems if wanted is None or p.task_id in wanted]
     known = _read_cache(cache, dataset.version)
+    computed: list[str] = []
 
     def one(problem: Problem) -> PlusSource:
         inputs = [list(case.args) for case in problem.call_cases]
@@ -157,6 +188,7 @@ def load_sources(plus_dir: Path, which: str, *, task_ids: Iterable[str] | None =
         else:
             answers = expected_outputs(problem.prompt + problem.canonical_solution,
                                        problem.entry_point, inputs)
+            computed.append(problem.task_id)
         if progress:
             progress(problem.task_id)
         atol = problem.call_cases[0].atol if problem.call_cases else 0.0
@@ -166,7 +198,8 @@ def load_sources(plus_dir: Path, which: str, *, task_ids: Iterable[str] | None =
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         sources = list(pool.map(one, problems))
-    if cache is not None:
+    # The full set's cache is tens of MB: written again only when it has something new.
+    if cache is not None and computed:
         known.update({s.problem.task_id: list(s.answers) for s in sources
                       if not s.oracle})
         _write_cache(cache, dataset.version, known)
@@ -174,23 +207,34 @@ def load_sources(plus_dir: Path, which: str, *, task_ids: Iterable[str] | None =
 
 
 def _read_cache(cache: Path | None, version: str) -> dict[str, list[Answer]]:
+    """The cached answers of HumanEval+ file `version`. A file that cannot be read as a
+    cache (truncated, corrupt, of another shape) is no cache: said once, and the answers
+    are computed again, and the file rewritten whole."""
     if cache is None or not cache.exists():
         return {}
-    with gzip.open(cache, "rt", encoding="utf-8") as stream:
-        data = json.load(stream)
-    if data.get("version") != version:
+    try:
+        with gzip.open(cache, "rt", encoding="utf-8") as stream:
+            data = json.load(stream)
+        if data.get("version") != version:
+            return {}
+        return {str(task_id): [Answer(bool(ok), untag(value), str(error))
+                               for ok, value, error in answers]
+                for task_id, answers in data["answers"].items()}
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError, TypeError,
+            AttributeError, KeyError) as exc:
+        # gzip.BadGzipFile is an OSError, json.JSONDecodeError a ValueError; a list or a
+        # number where a mapping or a triple belongs fails as one of the others.
+        warn(f"{cache} is not a readable cache of expected outputs ({type(exc).__name__}: "
+             f"{str(exc)[:200]}); computing them again and rewriting it")
         return {}
-    return {task_id: [Answer(bool(ok), untag(value), str(error))
-                      for ok, value, error in answers]
-            for task_id, answers in data["answers"].items()}
 
 
 def _write_cache(cache: Path, version: str, answers: dict[str, list[Answer]]) -> None:
-    cache.parent.mkdir(parents=True, exist_ok=True)
     data = {"version": version,
             "answers": {task_id: [[a.ok, tag(a.value), a.error] for a in items]
                         for task_id, items in answers.items()}}
-    with gzip.open(cache, "wt", encoding="utf-8") as stream:
+    with replaced_atomically(cache) as temporary, \
+            gzip.open(temporary, "wt", encoding="utf-8") as stream:
         json.dump(data, stream)
 
 
@@ -331,14 +375,77 @@ def _raw_records(path: Path) -> dict[str, dict[str, Any]]:
         for line in stream:
             if line.strip():
                 record = json.loads(line)
-                number = int(str(record["task_id"]).rsplit("/", 1)[1])
-                records[f"HumanEval/{number}"] = record
+                records[_task_id(record)] = record
     return records
 
 
+@dataclass
+class EarlierBuild:
+    """What the output directory already holds of one language's build of the same set."""
+
+    records: dict[str, dict[str, Any]]
+    """The records of the problems with tests, by task id."""
+    problems: list[ProblemBuild]
+    """Every problem of that build, with tests or left out (kept, dropped, examples)."""
+    validation: dict[str, Any] | None
+
+
+def read_earlier_build(out_dir: Path, language: str, which: str) -> EarlierBuild | None:
+    """The build of set `which` of `language` already in `out_dir`, or None: no file, a
+    file of another set, or one that cannot be read (said), which is then written anew.
+    The file holds the records; `report.json`, where it is of the same set, adds each
+    problem's drop examples and the validation."""
+    path = out_dir / f"humaneval_{language}.jsonl.gz"
+    if not path.exists():
+        return None
+    try:
+        records = _raw_records(path)
+        plus = [record["plus"] for record in records.values()]
+        if not plus or any(item.get("set") != which for item in plus):
+            return None
+        built = [ProblemBuild(task_id=task_id, inputs=int(item["inputs"]),
+                              kept=[int(i) for i in item["kept"]],
+                              dropped=Counter(item.get("dropped", {})))
+                 for task_id, item in zip(records, plus, strict=True)]
+        built.extend(ProblemBuild(task_id=task_id, inputs=sum(dropped.values()),
+                                  dropped=Counter(dropped))
+                     for task_id, dropped in dict(plus[0].get("omitted", {})).items()
+                     if task_id not in records)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError, TypeError,
+            AttributeError, KeyError, IndexError) as exc:
+        warn(f"cannot read the earlier build {path} ({type(exc).__name__}: "
+             f"{str(exc)[:200]}); it is written anew with the problems built now only")
+        return None
+    row = next((item for item in _earlier_report(out_dir, which).get("languages", [])
+                if isinstance(item, dict) and item.get("language") == language), {})
+    rows = {item.get("task_id"): item for item in row.get("per_problem", [])
+            if isinstance(item, dict)}
+    for problem in built:
+        earlier = rows.get(problem.task_id, {})
+        problem.examples = dict(earlier.get("examples", {}))
+        if not problem.kept and "inputs" in earlier:
+            problem.inputs = int(earlier["inputs"])
+    built.sort(key=lambda problem: task_order(problem.task_id))
+    return EarlierBuild(records, built, row.get("validation"))
+
+
+def _earlier_report(out_dir: Path, which: str) -> dict[str, Any]:
+    """`out_dir/report.json` where it is a report of set `which`, else {}."""
+    try:
+        report = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return report if isinstance(report, dict) and report.get("set") == which else {}
+
+
 def build_language(language: str, x_dir: Path, sources: list[PlusSource], out_dir: Path,
-                   which: str) -> LanguageBuild:
-    """Write `out_dir/humaneval_<language>.jsonl.gz`; returns what was kept and dropped."""
+                   which: str, *, merge: bool = False) -> LanguageBuild:
+    """Write `out_dir/humaneval_<language>.jsonl.gz`; returns what was kept and dropped.
+
+    With `merge` (the sources are some problems only), a build of the same set already in
+    `out_dir` keeps its other problems: the records, report rows and validation results
+    of the problems built now are replaced, the rest stay as they were."""
+    earlier = read_earlier_build(out_dir, language, which) if merge else None
     path = x_dir / f"humaneval_{language}.jsonl.gz"
     dataset = load_dataset(path=path)
     raw = _raw_records(path)
@@ -370,6 +477,21 @@ def build_language(language: str, x_dir: Path, sources: list[PlusSource], out_di
                           "groups": [source.groups[i] for i in built.kept],
                           "dropped": dict(built.dropped)}
         records.append(record)
+    if earlier is not None:
+        rebuilt = {source.problem.task_id for source in sources}
+        kept = {task_id: record for task_id, record in earlier.records.items()
+                if task_id not in rebuilt}
+        kept.update((_task_id(record), record) for record in records)
+        records = [kept[task_id] for task_id in sorted(kept, key=task_order)]
+        result.problems = sorted(
+            [p for p in earlier.problems if p.task_id not in rebuilt] + result.problems,
+            key=lambda problem: task_order(problem.task_id))
+        result.validation = without_problems(earlier.validation, rebuilt)
+        if earlier.validation and result.validation is None:
+            warn(f"the validation in {out_dir / 'report.json'} has no per-problem figures "
+                 f"(an older report), so it is dropped: run --validate on the whole set again")
+        result.merged = sorted(rebuilt & {p.task_id for p in result.problems}, key=task_order)
+        result.merged_into = len(earlier.problems)
     # Each record names the problems left out of the file with why, so that the file
     # alone (and so the dataset page after an import) shows every drop.
     omitted = {p.task_id: dict(p.dropped) for p in result.problems if not p.kept}
@@ -379,36 +501,47 @@ def build_language(language: str, x_dir: Path, sources: list[PlusSource], out_di
     return result
 
 
+def _task_id(record: Mapping[str, Any]) -> str:
+    """`HumanEval/<n>` for a HumanEval-X record's own id (`CPP/12`)."""
+    return f"HumanEval/{int(str(record['task_id']).rsplit('/', 1)[1])}"
+
+
 def _write_records(path: Path, records: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt", encoding="utf-8") as out:
+    with replaced_atomically(path) as temporary, \
+            gzip.open(temporary, "wt", encoding="utf-8") as out:
         out.write("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n")
 
 
-def record_flags(path: Path, validation: dict[str, Any]) -> None:
+def record_flags(path: Path, validation: dict[str, Any],
+                 task_ids: Iterable[str] | None = None) -> None:
     """Write the validation's canonical failures into the records of the built file at
     `path`, as `plus.flagged` (`[{input, cause, defects}]`): a page showing the dataset
     then shows which inputs the canonical solution fails and which registry entries say
     why. A problem that did not fail gets `[]`, so "validated, nothing flagged" differs
-    from "not validated" (no `flagged`)."""
+    from "not validated" (no `flagged`). `task_ids`: the problems validated (default:
+    all); the others keep what they had."""
     flagged: dict[str, list[dict[str, Any]]] = {}
     for failure in validation["failures"]:
         flagged.setdefault(failure["task_id"], []).append({
             "input": failure.get("input"), "inputs": failure.get("inputs", 1),
             "cause": failure["cause"], "defects": failure["explained_by"]})
-    records = list(_raw_records(path).values())
-    for record in records:
-        number = int(str(record["task_id"]).rsplit("/", 1)[1])
-        record["plus"]["flagged"] = flagged.get(f"HumanEval/{number}", [])
-    _write_records(path, records)
+    validated = set(task_ids) if task_ids is not None else None
+    records = _raw_records(path)
+    for task_id, record in records.items():
+        if validated is None or task_id in validated:
+            record["plus"]["flagged"] = flagged.get(task_id, [])
+    _write_records(path, list(records.values()))
 
 
 def build_plus(plus_dir: Path, x_dir: Path, out_dir: Path, which: str,
                languages: Iterable[str], *, task_ids: Iterable[str] | None = None,
                workers: int = 2) -> list[LanguageBuild]:
+    """Build the plus set of each language into `out_dir`. With `task_ids`, a build of
+    the same set already there keeps its other problems (`build_language`)."""
     sources = load_sources(plus_dir, which, task_ids=task_ids, workers=workers,
                            cache=out_dir / f"expected-{which}.json.gz")
-    builds = [build_language(language, x_dir, sources, out_dir, which)
+    builds = [build_language(language, x_dir, sources, out_dir, which,
+                             merge=task_ids is not None)
               for language in languages]
     write_report(out_dir, which, builds)
     return builds
@@ -416,10 +549,20 @@ def build_plus(plus_dir: Path, x_dir: Path, out_dir: Path, which: str,
 
 def write_report(out_dir: Path, which: str, builds: list[LanguageBuild],
                  python: Sequence[PythonBuild] = ()) -> Path:
+    """Write `out_dir/report.json`. The rows of an earlier report of the same set for the
+    languages not built now (and its Python variants', when none are) are kept: the
+    report describes every file of the set in the directory."""
     path = out_dir / "report.json"
-    path.write_text(json.dumps({"set": which, "languages": [b.to_dict() for b in builds],
-                                "python": [b.to_dict() for b in python]},
-                               indent=1) + "\n", encoding="utf-8")
+    earlier = _earlier_report(out_dir, which)
+    built = {build.language for build in builds}
+    rows = [build.to_dict() for build in builds] + [
+        row for row in earlier.get("languages", [])
+        if isinstance(row, dict) and row.get("language") not in built]
+    variants = [b.to_dict() for b in python] if python else list(earlier.get("python", []))
+    with replaced_atomically(path) as temporary:
+        temporary.write_text(json.dumps({"set": which, "languages": rows,
+                                         "python": variants}, indent=1) + "\n",
+                             encoding="utf-8")
     return path
 
 

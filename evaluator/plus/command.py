@@ -7,6 +7,10 @@
 `python` in --languages writes the plus sets of the translated Python prompts
 (`evaluator.plus.python`), by default the shared Russian and Arabic ones; --validate
 checks those with each variant's own canonical solution too.
+
+--tasks into a directory that holds a build of the same set rebuilds those problems and
+keeps the others (`build.build_language`). --validate says on stderr how far it is, one
+line per program, so that stdout stays the table (or the JSON).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import argparse
 import json
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +39,8 @@ from evaluator.plus.python import (
     python_table,
     validate_variant,
 )
-from evaluator.plus.validate import validate
+from evaluator.plus.validate import Progress, combine_validations, validate
+from evaluator.sandbox.levels import describe_choices
 
 CHOICES = (*LANGUAGES, "python")
 
@@ -51,20 +58,42 @@ def add_datasets_parser(commands: Any) -> None:
     actions = datasets.add_subparsers(dest="datasets_command", required=True)
     plus = actions.add_parser(
         "build-plus", help="HumanEval+'s inputs as typed tests of HumanEval-X's languages")
-    plus.add_argument("--set", choices=sorted(SETS), default="mini", dest="plus_set")
-    plus.add_argument("--languages", default=",".join(CHOICES))
-    plus.add_argument("--out", required=True, help="directory for the dataset files")
-    plus.add_argument("--humanevalplus", default=_shared("humanevalplus"))
-    plus.add_argument("--humaneval-x", default=_shared("humaneval-x"))
+    plus.add_argument("--set", choices=sorted(SETS), default="mini", dest="plus_set",
+                      help="HumanEval+'s inputs: mini (HumanEvalPlus-Mini, about 16 a "
+                           "problem) or full (HumanEvalPlus, hundreds) (default: %(default)s)")
+    plus.add_argument("--languages", default=",".join(CHOICES),
+                      help=f"comma-separated, from {', '.join(CHOICES)}; python means the "
+                           "translated Python prompts (default: all)")
+    plus.add_argument("--out", required=True,
+                      help="directory for the dataset files, report.json and the cache of "
+                           "expected outputs")
+    plus.add_argument("--humanevalplus", default=_shared("humanevalplus"),
+                      help="directory holding HumanEval+'s HumanEvalPlus[-Mini].jsonl.gz "
+                           "(default: $EVALUATOR_SHARED_DATASETS/humanevalplus, now "
+                           "%(default)s)")
+    plus.add_argument("--humaneval-x", default=_shared("humaneval-x"),
+                      help="directory holding HumanEval-X's humaneval_<language>.jsonl.gz "
+                           "(default: $EVALUATOR_SHARED_DATASETS/humaneval-x, now "
+                           "%(default)s)")
     plus.add_argument("--python-variants", default="",
                       help="translated Python prompt files (default: the shared Russian "
                            "and Arabic HumanEval-XL and mHumanEval files)")
-    plus.add_argument("--tasks", default="", help="only these problem numbers (0,2,12)")
+    plus.add_argument("--tasks", default="",
+                      help="only these problem numbers (0,2,12); into an earlier build of "
+                           "the same set they replace its records of those problems and "
+                           "keep the rest (default: every problem)")
     plus.add_argument("--validate", action="store_true",
-                      help="run each language's canonical solution on the built tests")
-    plus.add_argument("--sandbox", default="auto")
-    plus.add_argument("--workers", type=int, default=2)
-    plus.add_argument("--json", action="store_true", help="print the report as JSON")
+                      help="run each language's canonical solution on the built tests, "
+                           "with progress on stderr (default: off)")
+    plus.add_argument("--sandbox", default="auto",
+                      help=f"sandbox for --validate: {describe_choices()} "
+                           "(default: %(default)s)")
+    plus.add_argument("--workers", type=int, default=2,
+                      help="problems whose expected outputs are computed, and programs run, "
+                           "at once (default: %(default)s)")
+    plus.add_argument("--json", action="store_true",
+                      help="print the report as JSON on stdout instead of the table "
+                           "(default: off)")
     plus.set_defaults(handler=command_build_plus)
 
 
@@ -86,16 +115,25 @@ def command_build_plus(args: argparse.Namespace) -> int:
     # With no typed language, HumanEval+'s expected outputs are not needed here.
     builds = build_plus(Path(args.humanevalplus), Path(args.humaneval_x), out, args.plus_set,
                         typed, task_ids=task_ids, workers=args.workers) if typed else []
+    for build in builds:
+        if build.merged is not None:
+            sys.stderr.write(f"{build.language}: merged {len(build.merged)} problems into "
+                             f"the {build.merged_into} of {out}\n")
     plus_file = Path(args.humanevalplus) / SETS[args.plus_set]
     python: list[PythonBuild] = build_python_variants(
         variants, plus_file, args.plus_set, out) if "python" in languages else []
     if args.validate:
         for build in builds:
             path = out / f"humaneval_{build.language}.jsonl.gz"
-            build.validation = validate(
-                path, arguments={p.task_id: p.arguments for p in build.problems},
-                backend=args.sandbox, workers=args.workers)
-            record_flags(path, build.validation)
+            # Merged into an earlier build: only the problems built now are checked, and
+            # the earlier results of the others stay.
+            checked = validate(
+                path, task_ids=build.merged,
+                arguments={p.task_id: p.arguments for p in build.problems},
+                backend=args.sandbox, workers=args.workers,
+                progress=_progress_line(build.language))
+            record_flags(path, checked, task_ids=build.merged)
+            build.validation = combine_validations(build.validation, checked)
         # A variant's records must share one `plus` field, so its flags stay in the report.
         for variant_path, variant_build in zip(variants if python else [], python,
                                                 strict=True):
@@ -114,3 +152,22 @@ def command_build_plus(args: argparse.Namespace) -> int:
             sys.stdout.write(python_table(python))
         sys.stdout.write(f"written: {out}/humaneval_<language>.jsonl.gz, {out}/report.json\n")
     return 0
+
+
+def _progress_line(language: str) -> Callable[[Progress], None]:
+    """One stderr line per finished program: "go: validated 37/164 problems
+    (HumanEval/36: 812/812 pass) 4 min elapsed"."""
+    started = time.monotonic()
+
+    def show(progress: Progress) -> None:
+        stage = "validated" if progress.stage == "shipped" else "validated patched"
+        sys.stderr.write(f"{language}: {stage} {progress.done}/{progress.total} problems "
+                         f"({progress.task_id}: {progress.passed}/{progress.tests} pass) "
+                         f"{_elapsed(time.monotonic() - started)} elapsed\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def _elapsed(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -126,11 +126,26 @@ def _numbers(text: str) -> list[float]:
         return []
 
 
+@dataclass(frozen=True)
+class Progress:
+    """One problem's program has finished in `validate`: the `done`-th of `total` in
+    its `stage` ("shipped", then "patched" for the problems the registry patches), with
+    `passed` of its `tests` inputs passing."""
+
+    stage: str
+    done: int
+    total: int
+    task_id: str
+    passed: int
+    tests: int
+
+
 def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
              arguments: Mapping[str, Sequence[str]] | None = None,
              solutions: Mapping[str, str] | None = None,
              backend: str = "auto", workers: int = 2,
-             cpu_seconds: float | None = None) -> dict[str, Any]:
+             cpu_seconds: float | None = None,
+             progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
     """Run the canonical solutions of the built dataset at `dataset_path`, as shipped
     and, where the defect registry patches them, patched.
 
@@ -143,8 +158,10 @@ def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
     `arguments[task_id][i]` is the `repr` of kept input i's argument list, by which the
     registry names the inputs a defect explains (by default, read off the problem's call
     cases). `solutions[task_id]` is the solution to run in place of the problem's
-    canonical one, patched as that would be. Returns {"problems", "tests", "passed",
-    "passed_patched", "explained", "unexplained", "causes": {cause: n}, "failures"}.
+    canonical one, patched as that would be. `progress` is called as each program
+    finishes. Returns {"problems", "tests", "passed", "passed_patched", "explained",
+    "unexplained", "causes": {cause: n}, "failures", "by_problem": {task_id: {"tests",
+    "passed", "passed_patched"}}}.
     """
     dataset = load_dataset(path=dataset_path)
     wanted = set(task_ids) if task_ids is not None else None
@@ -158,7 +175,7 @@ def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
                else replace(problem, canonical_solution=solutions[task_id])
                for task_id, problem in problems.items()}
     results = _run_canonical(problems, {t: p.canonical_solution for t, p in checked.items()},
-                             options, backend, workers)
+                             options, backend, workers, _reporter("shipped", problems, progress))
     fixed, patch_errors = _patched(checked)
     patched = {task_id: problems[task_id] for task_id, problem in fixed.items()
                if problem is not checked[task_id]}
@@ -173,28 +190,93 @@ def validate(dataset_path: Path, *, task_ids: Iterable[str] | None = None,
         patched_options = options
     patched_results = _run_canonical(
         patched, {t: fixed[t].canonical_solution for t in patched},
-        patched_options, backend, workers) if patched else {}
-    tests = passed = passed_patched = 0
+        patched_options, backend, workers,
+        _reporter("patched", patched, progress)) if patched else {}
+    by_problem: dict[str, dict[str, int]] = {}
     failures: list[dict[str, Any]] = []
     for task_id, result in sorted(results.items(), key=lambda item: _number(item[0])):
         problem = problems[task_id]
         kept, _ = _plus_inputs(problem)
-        tests += len(kept)
         given = (arguments or {}).get(task_id)
         after = None if task_id not in patched_results else _failures(
             problem, patched_results[task_id], [])
         found = _failures(problem, result, list(given) if given is not None
                           else [repr(list(case.args)) for case in problem.call_cases],
                           fixed=_fixed_inputs(kept, after))
-        passed += len(kept) - failed_inputs(found)
-        passed_patched += len(kept) - failed_inputs(found if after is None else after)
+        by_problem[task_id] = {
+            "tests": len(kept), "passed": len(kept) - failed_inputs(found),
+            "passed_patched": len(kept) - failed_inputs(found if after is None else after)}
         failures.extend(found)
+    return _summary(len(problems), by_problem, failures, sorted(patched), patch_errors)
+
+
+def _summary(problems: int, by_problem: Mapping[str, Mapping[str, int]],
+             failures: list[dict[str, Any]], patched: Sequence[str],
+             patch_errors: Mapping[str, str]) -> dict[str, Any]:
+    tests = sum(figures["tests"] for figures in by_problem.values())
+    passed = sum(figures["passed"] for figures in by_problem.values())
     explained = failed_inputs(f for f in failures if f["explained_by"])
-    return {"problems": len(problems), "tests": tests, "passed": passed,
-            "passed_patched": passed_patched, "patched_problems": sorted(patched),
-            "explained": explained, "unexplained": tests - passed - explained,
-            "patch_errors": patch_errors, "causes": count_causes(failures),
-            "failures": failures}
+    return {"problems": problems, "tests": tests, "passed": passed,
+            "passed_patched": sum(figures["passed_patched"] for figures in by_problem.values()),
+            "patched_problems": list(patched), "explained": explained,
+            "unexplained": tests - passed - explained, "patch_errors": dict(patch_errors),
+            "causes": count_causes(failures), "failures": failures,
+            "by_problem": {task_id: dict(figures) for task_id, figures in by_problem.items()}}
+
+
+def without_problems(validation: Mapping[str, Any] | None,
+                     task_ids: Iterable[str]) -> dict[str, Any] | None:
+    """`validation` with the figures and failures of `task_ids` taken out (those problems
+    are built again). None for no validation, or one without per-problem figures (a
+    report written before them), from which they cannot be taken out."""
+    if not validation or "by_problem" not in validation:
+        return None
+    gone = set(task_ids)
+    return _summary(
+        len([t for t in validation["by_problem"] if t not in gone]),
+        {t: f for t, f in validation["by_problem"].items() if t not in gone},
+        [f for f in validation["failures"] if f["task_id"] not in gone],
+        [t for t in validation["patched_problems"] if t not in gone],
+        {t: e for t, e in validation["patch_errors"].items() if t not in gone})
+
+
+def combine_validations(first: Mapping[str, Any] | None,
+                        second: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """One validation of the problems of two (the second's figures win for a problem
+    in both), each problem's failures in task order."""
+    if not first or not second:
+        either = second or first
+        return dict(either) if either else None
+    by_problem = {**first["by_problem"], **second["by_problem"]}
+    failures = sorted([f for f in first["failures"] if f["task_id"] not in second["by_problem"]]
+                      + list(second["failures"]), key=lambda f: _number(f["task_id"]))
+    patched = sorted(set(first["patched_problems"]) - set(second["by_problem"])
+                     | set(second["patched_problems"]), key=_number)
+    patch_errors = {t: e for t, e in first["patch_errors"].items()
+                    if t not in second["by_problem"]} | dict(second["patch_errors"])
+    return _summary(len(by_problem), by_problem, failures, patched, patch_errors)
+
+
+def _reporter(stage: str, problems: Mapping[str, Problem],
+              progress: Callable[[Progress], None] | None,
+              ) -> Callable[[SampleResult], None] | None:
+    """What `_run_canonical` calls with each finished program: a `Progress` for it."""
+    if progress is None:
+        return None
+    done = 0
+
+    def report(result: SampleResult) -> None:
+        nonlocal done
+        done += 1
+        kept, _ = _plus_inputs(problems[result.task_id])
+        outcomes = [t for t in result.tests if t.source != "<whole program>"]
+        if len(outcomes) == len(kept):
+            passed = sum(1 for t in outcomes if t.status == "passed")
+        else:
+            passed = len(kept) if result.status == "passed" else 0
+        progress(Progress(stage, done, len(problems), result.task_id, passed, len(kept)))
+
+    return report
 
 
 def failed_inputs(failures: Iterable[Mapping[str, Any]]) -> int:
@@ -252,7 +334,9 @@ def _patched(problems: Mapping[str, Problem]) -> tuple[dict[str, Problem], dict[
 
 
 def _run_canonical(problems: Mapping[str, Problem], solutions: Mapping[str, str],
-                   options: RunOptions, backend: str, workers: int) -> dict[str, SampleResult]:
+                   options: RunOptions, backend: str, workers: int,
+                   finished: Callable[[SampleResult], None] | None = None,
+                   ) -> dict[str, SampleResult]:
     samples = [Sample(task_id=task_id, index=0, raw=solutions[task_id],
                       completion=solutions[task_id]) for task_id in problems]
     config = EngineConfig(backend=backend, workers=workers, cache=None, dedup=False,
@@ -263,6 +347,8 @@ def _run_canonical(problems: Mapping[str, Problem], solutions: Mapping[str, str]
             if event["type"] == "sample_finished":
                 result = event["result"]
                 results[result.task_id] = result
+                if finished is not None:
+                    finished(result)
     return results
 
 
