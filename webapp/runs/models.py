@@ -112,6 +112,11 @@ class Run(models.Model):
         null=True, blank=True,
         help_text="While aggregating: the heartbeat lease of the process computing scores.",
     )
+    watched_until = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Someone has its live page open until at least then (renewed while they "
+        "do): only then do its workers stream each test as it runs.",
+    )
     dispatched_at = models.DateTimeField(
         null=True, blank=True,
         help_text="When its last task (fan-out or scores) was sent.",

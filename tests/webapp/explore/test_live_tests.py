@@ -1,5 +1,6 @@
-"""Per-test outcomes of a running sample reach the run page while it runs, and chunks
-reuse one long-lived engine per configuration."""
+"""Per-test outcomes of a running sample reach the run page while it runs (while someone
+watches it: nobody else is sent them), and chunks reuse one long-lived engine per
+configuration."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from django.test import Client
 
-from tests.webapp.support import WebsocketClient
+from tests.webapp.support import RIGHT_0, WebsocketClient, write_jsonl
+from webapp.runs.messaging import watching
+from webapp.runs.messaging.watching import WatchCheck, run_watch, run_watched
+from webapp.runs.models import Run
 from webapp.runs.routing import websocket_urlpatterns
 from webapp.runs.worker import engines, execution
 from webapp.runs.worker.execution import run_start
@@ -25,6 +29,7 @@ def test_each_test_is_emitted_before_its_sample_finishes(unstarted_run, monkeypa
     run = unstarted_run()
     emitted: list[dict[str, Any]] = []
     monkeypatch.setattr(execution, "emit_run_event", emitted.append)
+    run_watch(run_id=run.pk)
     run_start(run_id=run.pk)
     for chunk in run.chunks.all():
         assert execution.chunk_evaluate(chunk_id=chunk.pk).state == "done"
@@ -40,6 +45,97 @@ def test_each_test_is_emitted_before_its_sample_finishes(unstarted_run, monkeypa
     right = run.samples.get(task_id="HumanEval/0", index=0)
     statuses = [e["test"]["status"] for e in reported if e["sample_id"] == right.pk]
     assert statuses == ["passed"] * right.tests_total
+
+
+def test_nobody_watching_gets_results_and_no_tests_one_by_one(unstarted_run, monkeypatch):
+    run = unstarted_run()
+    emitted: list[dict[str, Any]] = []
+    monkeypatch.setattr(execution, "emit_run_event", emitted.append)
+    run_start(run_id=run.pk)
+    for chunk in run.chunks.all():
+        assert execution.chunk_evaluate(chunk_id=chunk.pk).state == "done"
+    kinds = {event["type"] for event in emitted}
+    assert "test_reported" not in kinds, "nobody watches: no test is streamed"
+    assert {"sample_started", "sample_finished"} <= kinds
+    finished = [e for e in emitted if e["type"] == "sample_finished"]
+    assert len(finished) == run.samples.count()
+    # The finished sample still carries each of its tests, for the log and the database.
+    right = run.samples.get(task_id="HumanEval/0", index=0)
+    entry = next(e for e in finished if e["entry"]["sample_id"] == right.pk)
+    assert [t["status"] for t in entry["tests"]] == ["passed"] * right.tests_total
+
+
+def test_a_viewer_who_comes_mid_chunk_gets_the_next_programs_tests(unstarted_run, tmp_path,
+                                                                  monkeypatch, settings):
+    settings.CHUNK_SAMPLES = 100  # one chunk: the viewer comes while it is evaluated
+    # Thirty programs, each its own (a comment apart), so none is a duplicate of another.
+    path = write_jsonl(tmp_path / "thirty.jsonl", [
+        {"task_id": "HumanEval/0", "completion": f"{RIGHT_0}\n    # {index}\n"}
+        for index in range(30)])
+    run = unstarted_run(path=path)
+    emitted: list[dict[str, Any]] = []
+
+    def emit(event: dict[str, Any]) -> None:
+        emitted.append(event)
+        if event["type"] == "sample_finished" and len(emitted) < 3:
+            run_watch(run_id=run.pk)  # the page opens after the first result
+
+    monkeypatch.setattr(execution, "emit_run_event", emit)
+    monkeypatch.setattr(watching, "CHECK_SECONDS", 0.0)
+    run_start(run_id=run.pk)
+    (chunk,) = run.chunks.all()
+    assert execution.chunk_evaluate(chunk_id=chunk.pk).state == "done"
+    first_finished = next(i for i, e in enumerate(emitted) if e["type"] == "sample_finished")
+    assert not any(e["type"] == "test_reported" for e in emitted[:first_finished])
+    assert any(e["type"] == "test_reported" for e in emitted[first_finished:]), \
+        "once watched, the programs that start next stream their tests"
+
+
+def test_a_watch_lasts_three_renewals_and_only_for_a_run_still_running(unstarted_run,
+                                                                       settings):
+    settings.LIVE_RECONCILE_SECONDS = 10.0
+    run = unstarted_run()
+    assert not run_watched(run_id=run.pk)
+    run_watch(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.watched_until is not None
+    left = (run.watched_until - run.created_at).total_seconds()
+    assert 25 < left < 3600, "about three reconcile periods from now"
+    assert run_watched(run_id=run.pk)
+    Run.objects.filter(pk=run.pk).update(watched_until=None, status=Run.Status.FINISHED)
+    run_watch(run_id=run.pk)
+    assert not run_watched(run_id=run.pk), "a finished run has nothing left to stream"
+
+
+def test_the_worker_asks_whether_anyone_watches_at_most_once_a_second(unstarted_run,
+                                                                       monkeypatch):
+    from django.db import DatabaseError
+
+    run = unstarted_run()
+    now = [100.0]
+    asked: list[int] = []
+    real = watching.run_watched
+
+    def counted(*, run_id: int) -> bool:
+        asked.append(run_id)
+        return real(run_id=run_id)
+
+    monkeypatch.setattr(watching, "run_watched", counted)
+    check = WatchCheck(run_id=run.pk, clock=lambda: now[0])
+    assert check() is False
+    run_watch(run_id=run.pk)
+    now[0] += watching.CHECK_SECONDS / 2
+    assert check() is False, "asked again only after CHECK_SECONDS"
+    now[0] += watching.CHECK_SECONDS
+    assert check() is True
+    assert len(asked) == 2
+
+    def failing(*, run_id: int) -> bool:
+        raise DatabaseError("the database went away")
+
+    monkeypatch.setattr(watching, "run_watched", failing)
+    now[0] += watching.CHECK_SECONDS
+    assert check() is True, "a failed read keeps the last answer"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -64,6 +160,8 @@ def test_the_websocket_forwards_test_reported_events(personas, unstarted_run,
         return events
 
     events = async_to_sync(scenario)()
+    run.refresh_from_db()
+    assert run.watched_until is not None, "the viewer's feed marked the run watched"
     kinds = [event["type"] for event in events]
     assert "test_reported" in kinds
     first_test = kinds.index("test_reported")
@@ -93,7 +191,7 @@ def test_chunks_lease_one_engine_per_configuration(unstarted_run, monkeypatch, s
     for chunk in run.chunks.all():
         assert execution.chunk_evaluate(chunk_id=chunk.pk).state == "done"
     assert len(created) == 1, "the second chunk reused the first chunk's engine"
-    assert created[0].config.stream_tests
+    assert not created[0].config.stream_tests, "a chunk's streaming ends with its lease"
     assert created[0].config.cache is None, "a chunk's cache is detached after its lease"
     assert engines.engines_open() == 1
     engines.engines_close()

@@ -650,7 +650,7 @@ def test_lifecycle_migration_keeps_runs_from_before(personas, humaneval):
         executor.migrate(after)
         # Deferred: columns of later migrations are not there yet.
         run = Run.objects.defer("manifest", "reproduction_of", "canary_gaps",
-                                "plus_of").get(pk=old.pk)
+                                "plus_of", "watched_until").get(pk=old.pk)
         assert (run.retracted_at, run.deleted_at) == (None, None)
         assert not RunChange.objects.filter(run=run).exists()
         executor = MigrationExecutor(connection)

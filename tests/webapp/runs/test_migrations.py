@@ -54,8 +54,8 @@ def test_profile_comparison_migration_adds_its_tables_and_keeps_runs_from_before
         executor = MigrationExecutor(connection)
         executor.migrate(after)
         # Deferred: columns of later migrations are not there yet.
-        run = Run.objects.defer("retracted_at", "deleted_at", "manifest",
-                                "reproduction_of", "canary_gaps", "plus_of").get(pk=old_run.pk)
+        run = Run.objects.defer("retracted_at", "deleted_at", "manifest", "reproduction_of",
+                                "canary_gaps", "plus_of", "watched_until").get(pk=old_run.pk)
         # Nothing names its profile: the strict rules judged it, and the page says so.
         assert (run.profile_name, run.profile_recorded) == ("strict", False)
         comparison = ProfileComparison.objects.create(run=run, baseline=run.profile_name)

@@ -3,23 +3,15 @@ reference harness; when on, the run says how many samples and verdicts it change
 
 from __future__ import annotations
 
-import contextlib
 import re
-import threading
-from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.test import Client
 
-from evaluator.engine import Engine, EngineEvent
-from evaluator.raw_verdicts import evaluate_with_raw_verdicts
-from evaluator.records import Problem
-from evaluator.records import Sample as EvaluatorSample
 from tests.webapp.support import RIGHT_0, WRONG_0, client_for, write_jsonl
 from webapp.runs.models import Run, Sample
-from webapp.runs.worker import engines, execution
 
 FENCED_RIGHT = f"```python\n{RIGHT_0}```\n"
 FENCED_WRONG = f"```python\n{WRONG_0}```\n"
@@ -35,28 +27,6 @@ def chat_file(tmp_path: Path) -> Path:
         {"task_id": "HumanEval/0", "completion": FENCED_WRONG},
         {"task_id": "HumanEval/0", "completion": WRONG_0},
     ])
-
-
-class _RawVerdictEngine:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def evaluate(self, problems: Mapping[str, Problem], samples: Iterable[EvaluatorSample], *,
-                 cancel: threading.Event | None = None) -> Iterator[EngineEvent]:
-        return evaluate_with_raw_verdicts(self.engine, problems, samples, cancel=cancel)
-
-
-@pytest.fixture
-def worker_runs_raw_texts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The worker as it is once `webapp/runs/worker/execution.py` evaluates through
-    `evaluate_with_raw_verdicts` (the one call it still has to change)."""
-
-    @contextlib.contextmanager
-    def lease(**kwargs: Any) -> Iterator[_RawVerdictEngine]:
-        with engines.engine_lease(**kwargs) as engine:
-            yield _RawVerdictEngine(engine)
-
-    monkeypatch.setattr(execution, "engine_lease", lease)
 
 
 def api_create(client: Client, path: Path, capture: Any, **extra: str) -> Run:
@@ -112,7 +82,6 @@ def test_api_without_the_field_runs_the_text_as_written(
 # -- what sanitizing changed ----------------------------------------------------------------
 def test_run_page_says_how_many_samples_and_verdicts_sanitizing_changed(
     personas, humaneval, chat_file, token_client, django_capture_on_commit_callbacks,
-    worker_runs_raw_texts,
 ):
     run = api_create(token_client(personas.owner), chat_file, django_capture_on_commit_callbacks,
                      sanitize="true")

@@ -41,6 +41,7 @@ from redis.exceptions import RedisError
 
 from webapp.runs.domain.events import SampleEndedEvent, with_log_html
 from webapp.runs.messaging.live import MESSAGE_TYPE, run_group
+from webapp.runs.messaging.watching import run_watch
 from webapp.runs.models import Run
 from webapp.runs.reads.selectors import (
     get_run_for_user,
@@ -181,6 +182,16 @@ class RunFeed:
         await self.layer.group_add(self.group, self.channel)
         self.pump = asyncio.ensure_future(self._pump())
         self.watch = asyncio.ensure_future(self._watch())
+        await self._mark_watched()
+
+    async def _mark_watched(self) -> None:
+        """Tell the run's workers that someone watches, so they stream each test as it runs
+        (`webapp.runs.messaging.watching`); the mark outlives two missed renewals."""
+        try:
+            await _off_thread(run_watch)(run_id=self.run_id)
+        except DatabaseError as exc:
+            # The next look renews it; meanwhile the page gets results, not each test.
+            logger.warning("run %s: could not mark it watched: %s", self.run_id, exc)
 
     async def _watch(self) -> None:
         """Now and then, one look per process (not per viewer) at the run's last number: the
@@ -194,6 +205,7 @@ class RunFeed:
             await asyncio.sleep(settings.LIVE_RECONCILE_SECONDS)
             if all(viewer.ended for viewer in self.viewers):
                 continue
+            await self._mark_watched()
             dropped = {viewer for viewer in self.viewers if viewer.inbox_dropped}
             for viewer in dropped:
                 viewer.inbox_dropped = False

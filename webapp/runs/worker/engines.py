@@ -40,10 +40,9 @@ _open: list[Engine] = []
 
 
 def _new_engine(key: EngineKey) -> Engine:
-    # Per-test outcomes are streamed so that the run page can show a running sample's
-    # tests as they pass or fail.
-    engine = Engine(EngineConfig(backend=key.backend, workers=key.workers, options=key.options,
-                                 stream_tests=True))
+    # Per-test outcomes are streamed only while someone watches the run (the chunk's
+    # evaluation sets `stream_tests`: `webapp.runs.messaging.watching`).
+    engine = Engine(EngineConfig(backend=key.backend, workers=key.workers, options=key.options))
     with _lock:
         _open.append(engine)
     return engine
@@ -79,6 +78,7 @@ def engine_lease(*, backend: str, workers: int, options: RunOptions,
         _discard(engine)
         raise
     engine.config.cache = None
+    engine.config.stream_tests = False
     with _lock:
         if engine in _open:
             _idle.setdefault(key, []).append(engine)

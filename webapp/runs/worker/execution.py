@@ -50,6 +50,7 @@ from webapp.runs.domain.sample_rows import (
 )
 from webapp.runs.domain.sample_rows import storable as storable
 from webapp.runs.messaging.dispatch import send_chunks
+from webapp.runs.messaging.watching import WatchCheck
 from webapp.runs.messaging.live import (
     emit_run_event,
     emitted_together,
@@ -412,11 +413,16 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str, worker: str = WORKER_NAME) 
                                      workers=settings.EVALUATOR_WORKERS,
                                      options=RunOptions.from_dict(run.options),
                                      cache=cache) as engine:
+            # Each program's tests go to the live page as they run only while someone
+            # watches it; the engine reads this as each program starts.
+            watched = WatchCheck(run_id=run.pk)
+            engine.config.stream_tests = watched()
             # A sample that sanitizing changed is also run as written, so the run can
             # say which verdicts sanitizing changed (`raw_status`).
             events.start(evaluate_with_raw_verdicts(engine, problems, samples, cancel=stop))
             try:
                 for batch in events.batches():
+                    engine.config.stream_tests = watched()
                     if stop.is_set():
                         # The engine drops its queued work; what is not recorded stays
                         # pending, so whoever takes the chunk next picks it up.
