@@ -206,16 +206,19 @@ def run_lanes(run_id: int) -> dict[str, Any]:
     from webapp.runs.models import Chunk, Run, Sample
 
     run = Run.objects.get(pk=run_id)
+    if run.started_at is None or run.finished_at is None:
+        raise ValueError(f"run {run_id} has not finished")
     first: dict[int, dt.datetime] = {}
     samples = []
     for chunk, finished, status, duration, result in (
-            Sample.objects.filter(run=run).order_by("finished_at")
+            Sample.objects.filter(run=run, finished_at__isnull=False).order_by("finished_at")
             .values_list("chunk", "finished_at", "status", "duration_ms", "result").iterator()):
-        first.setdefault(chunk, finished - dt.timedelta(milliseconds=duration))
+        if finished is not None:  # the filter's, for the type checker
+            first.setdefault(chunk, finished - dt.timedelta(milliseconds=duration))
         samples.append((status, duration / 1000, int((result or {}).get("attempts") or 1)))
     chunks = [(started, first[pk], finished) for pk, started, finished in
               Chunk.objects.filter(run=run).values_list("pk", "started_at", "finished_at")
-              if pk in first]
+              if pk in first and started is not None and finished is not None]
     span = (run.finished_at - run.started_at).total_seconds()
     return {"lanes": lanes_web(span, run.started_at, chunks, program_times(samples)),
             "run_span": span}
@@ -266,7 +269,8 @@ def _time_upload(env: dict[str, str], mode: str, samples: Path, warm: Path, work
 
 def _status(stack: Stack, token: str) -> dict[str, Any]:
     _, body = api(stack.url, token, "/status.json")
-    return body
+    status: dict[str, Any] = body
+    return status
 
 
 def wait_canaries(stack: Stack, token: str, *, timeout: float) -> None:

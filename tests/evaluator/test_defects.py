@@ -26,6 +26,7 @@ from evaluator.defects import (
 )
 from evaluator.engine import Engine, EngineConfig
 from evaluator.records import Problem, RunOptions, Sample
+from tests.evaluator.registry_checks import verdicts
 
 EVALUATOR = Path(__file__).resolve().parents[2] / "evaluator"
 FILES = {
@@ -292,26 +293,15 @@ def test_the_patches_seed_the_random_tests(datasets: dict[tuple[str, str], Datas
     assert fixed_go.test.index("rand.NewSource") < fixed_go.test.index("randInt :=")
 
 
-def _verdicts(problem_: Problem, completions: list[str], *, patched: bool) -> list[str]:
-    samples = [Sample(task_id=problem_.task_id, index=n, raw=text, completion=text)
-               for n, text in enumerate(completions)]
-    with Engine(EngineConfig(backend="none", workers=1, cache=None,
-                             options=RunOptions(patched=patched))) as engine:
-        results = {e["result"].completion_id: e["result"].status
-                   for e in engine.evaluate({problem_.task_id: problem_}, samples)
-                   if e["type"] == "sample_finished"}
-    return [results[n] for n in range(len(samples))]
-
-
 @pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
 def test_go_32_checks_one_polynomial_until_patched(
         datasets: dict[tuple[str, str], Dataset]) -> None:
     go = datasets[("humaneval-x", "go")].get("HumanEval/32")
     assert go is not None
     minus_one = "    return -1.0\n}\n"  # the root of the one polynomial it draws
-    assert _verdicts(go, [go.canonical_solution, minus_one], patched=False) == [
+    assert verdicts(go, [go.canonical_solution, minus_one], patched=False) == [
         "passed", "passed"]
-    assert _verdicts(go, [go.canonical_solution, minus_one], patched=True) == [
+    assert verdicts(go, [go.canonical_solution, minus_one], patched=True) == [
         "passed", "failed"]
 
 
@@ -327,5 +317,5 @@ def test_js_32_patched_gives_a_wrong_solution_one_verdict(
         "while (poly(xs, begin) * poly(xs, end) > 0) {", "while (false) {")
     assert fixed_interval != js.canonical_solution
     copies = [f"{fixed_interval}// copy {n}\n" for n in range(3)]
-    assert _verdicts(js, [js.canonical_solution, *copies], patched=True) == [
+    assert verdicts(js, [js.canonical_solution, *copies], patched=True) == [
         "passed", "failed", "failed", "failed"]

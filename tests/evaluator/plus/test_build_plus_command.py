@@ -9,7 +9,7 @@ import gzip
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -86,7 +86,8 @@ def _command(sources: tuple[Path, Path], out: Path, *more: str) -> int:
 
 def _add_inputs(plus_dir: Path, *inputs: list[int]) -> None:
     """HumanEval+ grows: HumanEval/53 gets more plus inputs, in both sets."""
-    grown = [dict(PLUS[0], plus_input=[*PLUS[0]["plus_input"], *inputs]), *PLUS[1:]]
+    known = cast(list[list[int]], PLUS[0]["plus_input"])
+    grown = [dict(PLUS[0], plus_input=[*known, *inputs]), *PLUS[1:]]
     for name in ("HumanEvalPlus-Mini.jsonl.gz", "HumanEvalPlus.jsonl.gz"):
         _write(plus_dir / name, grown)
 

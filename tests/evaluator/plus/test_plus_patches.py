@@ -7,16 +7,13 @@ the prompt, takes the prompt's answer once patched (issue 25). Skipped without
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from evaluator.__main__ import main
 from evaluator.datasets import load_dataset
-from evaluator.engine import Engine, EngineConfig
-from evaluator.records import Problem, RunOptions, Sample
+from tests.evaluator.registry_checks import validated_mini, verdicts
 
 needs_java = pytest.mark.skipif(shutil.which("javac") is None, reason="javac is not installed")
 
@@ -31,16 +28,7 @@ FAILING_IN_MINI = (76, 86, 91, 95, 101, 111, 117, 124, 150, 163)
 @needs_java
 def test_java_canonical_solutions_pass_every_plus_input_patched(
         shared_dir: Path, tmp_path: Path) -> None:
-    datasets = shared_dir / "datasets"
-    out = tmp_path / "out"
-    code = main(["datasets", "build-plus", "--set", "mini", "--languages", "java",
-                 "--tasks", ",".join(map(str, JAVA_PATCHED)), "--out", str(out),
-                 "--humanevalplus", str(datasets / "humanevalplus"),
-                 "--humaneval-x", str(datasets / "humaneval-x"),
-                 "--validate", "--workers", "1"])
-    assert code == 0
-    (java,) = json.loads((out / "report.json").read_text())["languages"]
-    validation = java["validation"]
+    validation = validated_mini(shared_dir, tmp_path / "out", "java", JAVA_PATCHED)
     assert sorted(validation["patched_problems"]) == sorted(
         f"HumanEval/{n}" for n in JAVA_PATCHED)
     assert validation["passed_patched"] == validation["tests"], validation["tests"]
@@ -65,16 +53,7 @@ RUST_PATCHED = (50, 65, 72, 76, 80, 86, 90, 117, 134, 145, 154)
 @needs_rustc
 def test_rust_canonical_solutions_pass_every_plus_input_patched(
         shared_dir: Path, tmp_path: Path) -> None:
-    datasets = shared_dir / "datasets"
-    out = tmp_path / "out"
-    code = main(["datasets", "build-plus", "--set", "mini", "--languages", "rust",
-                 "--tasks", ",".join(map(str, RUST_PATCHED)), "--out", str(out),
-                 "--humanevalplus", str(datasets / "humanevalplus"),
-                 "--humaneval-x", str(datasets / "humaneval-x"),
-                 "--validate", "--workers", "1"])
-    assert code == 0
-    (rust,) = json.loads((out / "report.json").read_text())["languages"]
-    validation = rust["validation"]
+    validation = validated_mini(shared_dir, tmp_path / "out", "rust", RUST_PATCHED)
     failing = {f["task_id"]: f for f in validation["failures"]}
     # decode_shift panics on the space, order_by_points sums -777's digits as -77 + 7,
     # circular_shift(97, 8) rotates where the prompt says reverse, will_it_fly(vec![])
@@ -87,17 +66,6 @@ def test_rust_canonical_solutions_pass_every_plus_input_patched(
     assert validation["passed_patched"] == validation["tests"]
 
 
-def _verdicts(problem: Problem, completions: list[str], *, patched: bool) -> list[str]:
-    samples = [Sample(task_id=problem.task_id, index=n, raw=text, completion=text)
-               for n, text in enumerate(completions)]
-    with Engine(EngineConfig(backend="none", workers=1, cache=None,
-                             options=RunOptions(patched=patched))) as engine:
-        results = {e["result"].completion_id: e["result"].status
-                   for e in engine.evaluate({problem.task_id: problem}, samples)
-                   if e["type"] == "sample_finished"}
-    return [results[n] for n in range(len(samples))]
-
-
 @needs_rustc
 def test_rust_65_test_takes_the_prompts_answer_only_patched(shared_dir: Path) -> None:
     rust = load_dataset(path=shared_dir / "datasets/humaneval-x/humaneval_rust.jsonl.gz")
@@ -108,8 +76,8 @@ def test_rust_65_test_takes_the_prompts_answer_only_patched(shared_dir: Path) ->
                "    if shift as usize > s.len() { return s.chars().rev().collect(); }\n"
                "    let k = shift as usize % s.len();\n"
                "    format!(\"{}{}\", &s[s.len() - k..], &s[..s.len() - k])\n}\n")
-    assert _verdicts(problem, [problem.canonical_solution, reverse], patched=False) == [
+    assert verdicts(problem, [problem.canonical_solution, reverse], patched=False) == [
         "passed", "failed"]
     # Patched, the test expects the prompt's answers, which the shipped solution misses.
-    assert _verdicts(problem, [problem.canonical_solution, reverse], patched=True) == [
+    assert verdicts(problem, [problem.canonical_solution, reverse], patched=True) == [
         "failed", "passed"]

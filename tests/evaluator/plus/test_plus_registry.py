@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from evaluator.__main__ import main
+from tests.evaluator.registry_checks import validated_mini
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
 
@@ -80,16 +81,7 @@ def test_go_canonical_solutions_pass_every_plus_input_patched(
     GCD linear in b), Go/46 and Go/55 (exponential recursions) run out of time on
     HumanEval+'s large inputs, the others answer wrongly. Their entries explain every
     failure, and their patches make each solution right and fast: every input passes."""
-    datasets = shared_dir / "datasets"
-    out = tmp_path / "out"
-    code = main(["datasets", "build-plus", "--set", "mini", "--languages", "go",
-                 "--tasks", ",".join(map(str, GO_PATCHED)), "--out", str(out),
-                 "--humanevalplus", str(datasets / "humanevalplus"),
-                 "--humaneval-x", str(datasets / "humaneval-x"),
-                 "--validate", "--workers", "1"])
-    assert code == 0
-    (go,) = json.loads((out / "report.json").read_text())["languages"]
-    validation = go["validation"]
+    validation = validated_mini(shared_dir, tmp_path / "out", "go", GO_PATCHED)
     assert sorted(validation["patched_problems"]) == sorted(
         f"HumanEval/{n}" for n in GO_PATCHED)
     assert validation["passed_patched"] == validation["tests"], validation["tests"]

@@ -50,13 +50,13 @@ from webapp.runs.domain.sample_rows import (
 )
 from webapp.runs.domain.sample_rows import storable as storable
 from webapp.runs.messaging.dispatch import send_chunks
-from webapp.runs.messaging.watching import WatchCheck
 from webapp.runs.messaging.live import (
     emit_run_event,
     emitted_together,
     run_event_record,
     run_finished_record,
 )
+from webapp.runs.messaging.watching import WatchCheck
 from webapp.runs.models import CachedResult, Chunk, Run, Sample
 from webapp.runs.reads.selectors import COUNT_FIELDS, progress_from_counts, run_counts_and_status
 from webapp.runs.worker.engines import engine_lease
