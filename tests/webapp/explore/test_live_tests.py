@@ -173,6 +173,44 @@ def test_the_websocket_forwards_test_reported_events(personas, unstarted_run,
     assert started < first_test < finished
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_open_page_keeps_renewing_its_mark_and_a_closed_one_lets_it_lapse(
+        personas, unstarted_run, settings):
+    import asyncio
+
+    settings.LIVE_RECONCILE_SECONDS = 0.05
+    run = unstarted_run()
+    client = Client()
+    client.force_login(personas.owner)
+    headers = [(b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
+               (b"origin", b"http://localhost")]
+    cleared = Run.objects.filter(pk=run.pk)
+
+    async def renewed() -> bool:
+        # The mark is taken away while the page is open: the feed's next look puts it back.
+        await database_sync_to_async(cleared.update)(watched_until=None)
+        for _ in range(200):
+            if await database_sync_to_async(run_watched)(run_id=run.pk):
+                return True
+            await asyncio.sleep(0.05)
+        return False
+
+    async def scenario() -> tuple[bool, bool]:
+        communicator = WebsocketClient(application, f"/ws/runs/{run.pk}/", headers)
+        connected, _ = await communicator.connect()
+        assert connected
+        assert (await communicator.receive_json_from(timeout=5))["type"] == "snapshot"
+        while_open = await renewed()
+        await communicator.disconnect()
+        await database_sync_to_async(cleared.update)(watched_until=None)
+        await asyncio.sleep(0.3)  # several of the feed's periods: nobody renews it now
+        return while_open, await database_sync_to_async(run_watched)(run_id=run.pk)
+
+    while_open, after_closing = async_to_sync(scenario)()
+    assert while_open, "an open page renews the mark"
+    assert not after_closing, "a closed page renews nothing"
+
+
 def test_chunks_lease_one_engine_per_configuration(unstarted_run, monkeypatch, settings):
     settings.CHUNK_SAMPLES = 1
     engines.engines_close()
