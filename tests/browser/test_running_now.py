@@ -136,7 +136,11 @@ def test_running_now_has_no_ghost_rows_when_events_come_out_of_order(
         assert routed.doubled >= SAMPLES, "and every sample_finished twice"
         assert watched["ghosts"] == [], "a finished sample was shown as running"
         assert 1 <= watched["most"] <= PROGRAMS_AT_ONCE, watched
-        assert watched["seen"] >= SAMPLES // 2, "the samples delivered in order were shown"
+        # The first programs (one a lane) started, and said so, before the page was
+        # watching, and their tests were not streamed to nobody: the page first hears of
+        # them when they finish. Of the others, every one delivered in order was shown.
+        assert watched["seen"] >= SAMPLES // 2 - PROGRAMS_AT_ONCE // 2, \
+            "the samples delivered in order were shown"
         assert page.locator("#running li").count() == 0
         ids = page.locator("#log .log-entry").evaluate_all(
             "items => items.map(item => item.dataset.sample)")
