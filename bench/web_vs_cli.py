@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import load_average, shared_dir, timed  # noqa: E402
 from bench.webapp_bench import services_env, upload, wait_finished  # noqa: E402
-from tests.webapp.services.live_stack import api  # noqa: E402
+from tests.webapp.services.live_stack import add_user, api  # noqa: E402
 from webapp.stack import Stack, free_port  # noqa: E402
 
 GOAL = 1.15
@@ -239,9 +239,7 @@ def _time_upload(env: dict[str, str], mode: str, samples: Path, warm: Path, work
     try:
         stack.prepare(static=False)
         # Staff, to read the workers' canaries on the status page.
-        token = stack.manage("ensure_user", "bench", "--password=bench-password-123",
-                             "--token-name", "bench", "--staff",
-                             capture=True).strip().splitlines()[-1]
+        token = add_user(stack, "bench", "bench-password-123", staff=True)
         cpu.enter(f"web-{mode}")
         stack.start()
         cpu.enter("bench")

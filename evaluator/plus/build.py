@@ -142,6 +142,13 @@ class LanguageBuild:
         return data
 
 
+UNREADABLE = (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError, TypeError,
+              AttributeError, KeyError, IndexError)
+"""What reading a gzip file of JSON of the wrong shape can raise: gzip.BadGzipFile is an
+OSError, json.JSONDecodeError a ValueError; a list or a number where a mapping or a
+triple belongs fails as one of the others."""
+
+
 def warn(text: str) -> None:
     sys.stderr.write(f"warning: {text}\n")
 
@@ -220,10 +227,7 @@ def _read_cache(cache: Path | None, version: str) -> dict[str, list[Answer]]:
         return {str(task_id): [Answer(bool(ok), untag(value), str(error))
                                for ok, value, error in answers]
                 for task_id, answers in data["answers"].items()}
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError, TypeError,
-            AttributeError, KeyError) as exc:
-        # gzip.BadGzipFile is an OSError, json.JSONDecodeError a ValueError; a list or a
-        # number where a mapping or a triple belongs fails as one of the others.
+    except UNREADABLE as exc:
         warn(f"{cache} is not a readable cache of expected outputs ({type(exc).__name__}: "
              f"{str(exc)[:200]}); computing them again and rewriting it")
         return {}
@@ -411,8 +415,7 @@ def read_earlier_build(out_dir: Path, language: str, which: str) -> EarlierBuild
                                   dropped=Counter(dropped))
                      for task_id, dropped in dict(plus[0].get("omitted", {})).items()
                      if task_id not in records)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError, TypeError,
-            AttributeError, KeyError, IndexError) as exc:
+    except UNREADABLE as exc:
         warn(f"cannot read the earlier build {path} ({type(exc).__name__}: "
              f"{str(exc)[:200]}); it is written anew with the problems built now only")
         return None

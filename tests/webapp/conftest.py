@@ -105,3 +105,12 @@ def unstarted_run(personas: Personas, humaneval: Dataset, samples_file: Path,
         return run_create(owner=personas.owner, team=personas.team, check=check, name=name)
 
     return make
+
+
+@pytest.fixture
+def headers(personas: Personas) -> list[tuple[bytes, bytes]]:
+    """A websocket's headers: the owner's session cookie and the site's own origin."""
+    client = Client()
+    client.force_login(personas.owner)
+    return [(b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
+            (b"origin", b"http://testserver")]

@@ -11,7 +11,6 @@ from asgiref.sync import async_to_sync
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
-from django.test import Client
 
 from tests.webapp.support import RIGHT_0, WebsocketClient, write_jsonl
 from webapp.runs.messaging import watching
@@ -139,13 +138,8 @@ def test_the_worker_asks_whether_anyone_watches_at_most_once_a_second(unstarted_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_websocket_forwards_test_reported_events(personas, unstarted_run,
-                                                     monkeypatch):
+def test_the_websocket_forwards_test_reported_events(headers, unstarted_run, monkeypatch):
     run = unstarted_run()
-    client = Client()
-    client.force_login(personas.owner)
-    headers = [(b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
-               (b"origin", b"http://localhost")]
 
     async def scenario() -> list[dict[str, Any]]:
         communicator = WebsocketClient(application, f"/ws/runs/{run.pk}/", headers)
@@ -175,15 +169,11 @@ def test_the_websocket_forwards_test_reported_events(personas, unstarted_run,
 
 @pytest.mark.django_db(transaction=True)
 def test_an_open_page_keeps_renewing_its_mark_and_a_closed_one_lets_it_lapse(
-        personas, unstarted_run, settings):
+        headers, unstarted_run, settings):
     import asyncio
 
     settings.LIVE_RECONCILE_SECONDS = 0.05
     run = unstarted_run()
-    client = Client()
-    client.force_login(personas.owner)
-    headers = [(b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()),
-               (b"origin", b"http://localhost")]
     cleared = Run.objects.filter(pk=run.pk)
 
     async def renewed() -> bool:

@@ -162,10 +162,10 @@ def api(base: str, token: str, path: str, *, fields: dict[str, str] | None = Non
     return status, json.loads(body) if body else None
 
 
-def add_user(stack: Stack, username: str, password: str) -> str:
-    """Create the account and return a fresh API token."""
+def add_user(stack: Stack, username: str, password: str, *, staff: bool = False) -> str:
+    """Create the account (a staff one with `staff`) and return a fresh API token."""
     return stack.manage("ensure_user", username, f"--password={password}", "--token-name", "tests",
-                        capture=True).strip().splitlines()[-1]
+                        *(["--staff"] if staff else []), capture=True).strip().splitlines()[-1]
 
 
 def receive_until_finished(socket: Any, *, timeout: float) -> Iterator[dict[str, Any]]:
