@@ -5,18 +5,25 @@ out of memory, its machine gone) stops renewing, and once the lease has passed t
 takes the work back and sends it again: recovery takes seconds, not the length of a task's
 time limit. A holder that finds its lease taken over stops, so two workers never go on with
 the same chunk for long; if they briefly do, every write is idempotent.
+
+Leases are renewed on threads kept for the process's life (`_keeper_threads`), each with its own
+database connection: a worker that keeps connections (`CONN_MAX_AGE`, PostgreSQL's
+default) opens none per chunk.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, close_old_connections, connection
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -33,7 +40,34 @@ def lease_end(now: datetime | None = None) -> datetime:
     return (now or timezone.now()) + timedelta(seconds=lease_seconds())
 
 
-class Heartbeat(threading.Thread):
+MAX_LEASES = 256
+"""Leases one process can renew at once (a prefork worker holds one; a threaded server one
+per chunk it evaluates at a time)."""
+_keepers: ThreadPoolExecutor | None = None
+"""The threads that renew leases, started as leases need them and kept: a thread's database
+connection outlives its lease when connections are kept (`CONN_MAX_AGE`). Made in the
+process that uses it: a forked child (a Celery pool process) starts with none."""
+_keepers_lock = threading.Lock()
+
+
+def _keeper_threads() -> ThreadPoolExecutor:
+    global _keepers
+    with _keepers_lock:
+        if _keepers is None:
+            _keepers = ThreadPoolExecutor(max_workers=MAX_LEASES, thread_name_prefix="lease")
+        return _keepers
+
+
+def _forget_keepers() -> None:
+    """In a forked child: the parent's threads did not come along."""
+    global _keepers, _keepers_lock
+    _keepers, _keepers_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_keepers)
+
+
+class Heartbeat:
     """Renews a lease while work goes on in another thread, and sets `stop` when the work
     must end: the lease was taken over (`lost`), or `should_stop` answered True.
 
@@ -44,12 +78,13 @@ class Heartbeat(threading.Thread):
 
     def __init__(self, *, name: str, renew: Callable[[], bool], stop: threading.Event,
                  should_stop: Callable[[], bool] | None = None) -> None:
-        super().__init__(daemon=True, name=name)
+        self.name = name
         self.renew = renew
         self.should_stop = should_stop
         self.stop = stop
         self.lost = False
         self.finished = threading.Event()
+        self._running: Future[None] | None = None
 
     def run(self) -> None:
         interval = lease_seconds() / 6
@@ -78,12 +113,15 @@ class Heartbeat(threading.Thread):
                         self.stop.set()
                         return
         finally:
-            connection.close()
+            # Kept for the thread's next lease, unless connections are not kept or this one
+            # is broken.
+            close_old_connections()
 
     def __enter__(self) -> Heartbeat:
-        self.start()
+        self._running = _keeper_threads().submit(self.run)
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.finished.set()
-        self.join(timeout=10)
+        if self._running is not None:
+            futures_wait([self._running], timeout=10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Task, shared_task
-from celery.signals import worker_process_shutdown
+from celery.signals import task_prerun, worker_process_shutdown
 from django.db import transaction
 
 from evaluator.language_check import close_sandboxed_parsers
@@ -27,6 +27,7 @@ from webapp.runs.worker.execution import WORKER_NAME, chunk_evaluate, run_fan_ou
 from webapp.runs.worker.jobs import CHUNK_TASK_LIMITS
 from webapp.runs.worker.profile_comparison import profile_comparison_run
 from webapp.runs.worker.recovery import runs_sweep
+from webapp.runs.worker.transient import drop_stale_connections
 
 
 @shared_task(name=EVALUATE_RUN, acks_late=True, soft_time_limit=60, time_limit=90)
@@ -83,3 +84,11 @@ def _close_engines(**_kwargs: Any) -> None:
     # A pool process exits through os._exit, which skips atexit: close its engines here.
     engines_close()
     close_sandboxed_parsers()
+
+
+@task_prerun.connect
+def _check_connections(task: Task[..., Any] | None = None, **_kwargs: Any) -> None:
+    # Connections are kept from task to task (`CELERY_DB_REUSE_MAX`); one that is broken
+    # (the server restarted) or too old is closed here, and the task opens a new one.
+    if task is not None and not getattr(task.request, "is_eager", False):
+        drop_stale_connections()
