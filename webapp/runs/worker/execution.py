@@ -10,6 +10,7 @@ Transient database errors are tried again (`transient`), never turned into a fai
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import queue
@@ -160,9 +161,25 @@ class DatabaseResultCache:
                 return
             pending, self._pending = self._pending, {}
         if pending:
-            rows = [CachedResult(key=k, result=result_json(r)) for k, r in pending.items()]
-            db_retry(lambda: CachedResult.objects.bulk_create(rows, ignore_conflicts=True),
-                     what="storing results in the cache")
+            db_retry(functools.partial(_cache_store, pending), what="storing results in the cache")
+
+
+def _cache_store(results: dict[str, SampleResult]) -> None:
+    """Store `results` in the result cache by key, keeping a key's stored result if it has
+    one: one statement, every value bound apart (`_bound_cursor`)."""
+    by_name = {field.name: field for field in CachedResult._meta.concrete_fields}
+    fields = [by_name[column] for column in ("key", "result", "created_at")]
+    name = connection.ops.quote_name
+    # Only quoted names of this model's own columns are formatted in.
+    sql = (f"INSERT INTO {name(CachedResult._meta.db_table)} "  # noqa: S608
+           f"({', '.join(name(str(field.column)) for field in fields)}) VALUES (%s, %s, %s) "
+           f"ON CONFLICT ({name('key')}) DO NOTHING")
+    now = timezone.now()
+    rows = [[field.get_db_prep_save(value, connection)
+             for field, value in zip(fields, (key, result_json(result), now), strict=True)]
+            for key, result in results.items()]
+    with transaction.atomic(), _bound_cursor() as cursor:
+        cursor.executemany(sql, rows)
 
 
 def run_start(*, run_id: int) -> list[tuple[int, str]]:
@@ -717,7 +734,7 @@ def sample_results_record(
         counts = _tally(counts, [result for _, result in results], sign=-1)
         skipped: list[SampleResult] = []
         now = timezone.now()
-        with connection.cursor() as cursor:
+        with _bound_cursor() as cursor:
             for sample_id, result in results:
                 if _store_result(cursor, sample_id=sample_id, result=result, seq=seq + 1,
                                  now=now):
@@ -777,6 +794,34 @@ def _store_result(cursor: Any, *, sample_id: int, result: SampleResult, seq: int
     return bool(cursor.rowcount)
 
 
+@contextlib.contextmanager
+def _bound_cursor() -> Iterator[Any]:
+    """A cursor for this thread's connection that sends values apart from the statement.
+
+    On PostgreSQL, Django's cursor quotes every value into the statement's text in Python
+    (psycopg's client-side binding): for a result's JSON, escaped once more inside an array
+    by a bulk insert, that cost a worker more CPU than the rest of recording it (issue 26).
+    Here the server binds them. Otherwise it is made as Django makes its own (`_cursor`):
+    the connection checked, and the cursor wrapped, so errors are Django's (`db_retry` and
+    the transient errors depend on it) and statements are logged where Django logs them.
+    Elsewhere (SQLite), Django's own cursor."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            yield cursor
+        return
+    import psycopg
+
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        bound: Any = psycopg.Cursor(connection.connection)  # the stubs want a wrapper here
+    connection.validate_thread_sharing()
+    wrapped = (connection.make_debug_cursor(bound) if connection.queries_logged
+               else connection.make_cursor(bound))
+    with wrapped as cursor:
+        yield cursor
+
+
 @functools.cache
 def _store_statement(vendor: str) -> tuple[str, tuple[Field[Any, Any], ...]]:
     """`_store_result`'s statement, built once (for the database `vendor`), and its fields.
@@ -805,7 +850,7 @@ def _count_results(*, run_id: int, results: Sequence[SampleResult],
     active = ", ".join(["%s"] * len(Run.ACTIVE))
     # Only quoted names of this model's own columns are formatted in (the statuses were
     # checked by the caller) and every value is a parameter.
-    with connection.cursor() as cursor:
+    with _bound_cursor() as cursor:
         cursor.execute(
             f"UPDATE {name(Run._meta.db_table)} "  # noqa: S608
             f"SET {', '.join(f'{name(c)} = {name(c)} + %s' for c in bumps)} "
