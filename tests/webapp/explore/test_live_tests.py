@@ -46,22 +46,22 @@ def test_each_test_is_emitted_before_its_sample_finishes(unstarted_run, monkeypa
     assert statuses == ["passed"] * right.tests_total
 
 
-def test_nobody_watching_gets_results_and_no_tests_one_by_one(unstarted_run, monkeypatch):
+def test_nobody_watching_gets_results_and_no_live_event_of_a_sample(unstarted_run,
+                                                                     monkeypatch):
     run = unstarted_run()
     emitted: list[dict[str, Any]] = []
     monkeypatch.setattr(execution, "emit_run_event", emitted.append)
     run_start(run_id=run.pk)
     for chunk in run.chunks.all():
         assert execution.chunk_evaluate(chunk_id=chunk.pk).state == "done"
-    kinds = {event["type"] for event in emitted}
-    assert "test_reported" not in kinds, "nobody watches: no test is streamed"
-    assert {"sample_started", "sample_finished"} <= kinds
-    finished = [e for e in emitted if e["type"] == "sample_finished"]
-    assert len(finished) == run.samples.count()
-    # The finished sample still carries each of its tests, for the log and the database.
+    assert emitted == [], "nobody watches: no start, test or result of a sample is sent"
+    assert not run.samples.filter(status="pending").exists()
+    # What a page opened later reads from the database: each result with its tests, and
+    # the numbers of the durable events it was not sent, without a gap.
     right = run.samples.get(task_id="HumanEval/0", index=0)
-    entry = next(e for e in finished if e["entry"]["sample_id"] == right.pk)
-    assert [t["status"] for t in entry["tests"]] == ["passed"] * right.tests_total
+    assert [t["status"] for t in right.result["tests"]] == ["passed"] * right.tests_total
+    seqs = sorted(run.samples.values_list("seq", flat=True))
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
 
 
 def test_a_viewer_who_comes_mid_chunk_gets_the_next_programs_tests(unstarted_run, tmp_path,
@@ -73,20 +73,25 @@ def test_a_viewer_who_comes_mid_chunk_gets_the_next_programs_tests(unstarted_run
         for index in range(30)])
     run = unstarted_run(path=path)
     emitted: list[dict[str, Any]] = []
+    monkeypatch.setattr(execution, "emit_run_event", emitted.append)
+    record = execution.sample_results_record
+    recorded: list[int] = []
 
-    def emit(event: dict[str, Any]) -> None:
-        emitted.append(event)
-        if event["type"] == "sample_finished" and len(emitted) < 3:
-            run_watch(run_id=run.pk)  # the page opens after the first result
+    def record_then_open_the_page(**kwargs: Any) -> Any:
+        events = record(**kwargs)
+        recorded.extend(event["entry"]["sample_id"] for event in events)
+        run_watch(run_id=run.pk)  # the page opens after the first result
+        return events
 
-    monkeypatch.setattr(execution, "emit_run_event", emit)
+    monkeypatch.setattr(execution, "sample_results_record", record_then_open_the_page)
     monkeypatch.setattr(watching, "CHECK_SECONDS", 0.0)
     run_start(run_id=run.pk)
     (chunk,) = run.chunks.all()
     assert execution.chunk_evaluate(chunk_id=chunk.pk).state == "done"
-    first_finished = next(i for i, e in enumerate(emitted) if e["type"] == "sample_finished")
-    assert not any(e["type"] == "test_reported" for e in emitted[:first_finished])
-    assert any(e["type"] == "test_reported" for e in emitted[first_finished:]), \
+    sent = {e["entry"]["sample_id"] for e in emitted if e["type"] == "sample_finished"}
+    assert recorded[0] not in sent, "the first result came before anyone watched"
+    assert set(recorded[1:]) <= sent, "once watched, every result is sent"
+    assert any(e["type"] == "test_reported" for e in emitted), \
         "once watched, the programs that start next stream their tests"
 
 

@@ -18,7 +18,7 @@ from django.test import Client
 
 from tests.webapp.support import WebsocketClient
 from webapp.runs.domain.events import with_log_html
-from webapp.runs.messaging import live
+from webapp.runs.messaging import live, watching
 from webapp.runs.models import Run
 from webapp.runs.pages import consumers
 from webapp.runs.reads.selectors import run_events_after
@@ -41,7 +41,9 @@ def _as_json(value: Any) -> Any:
 
 
 def _capture(monkeypatch, *, drop=lambda event: False) -> list[dict[str, Any]]:
-    """Every event emitted, in order; `drop` says which ones the layer loses."""
+    """Every event emitted, in order; `drop` says which ones the layer loses. The run counts
+    as watched, as by an open page: nobody watching, a sample's events are not sent."""
+    monkeypatch.setattr(watching, "run_watched", lambda **_: True)
     emitted: list[dict[str, Any]] = []
     original = live.emit_run_event
 

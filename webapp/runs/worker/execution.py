@@ -430,8 +430,10 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str, worker: str = WORKER_NAME) 
                                      workers=settings.EVALUATOR_WORKERS,
                                      options=RunOptions.from_dict(run.options),
                                      cache=cache) as engine:
-            # Each program's tests go to the live page as they run only while someone
-            # watches it; the engine reads this as each program starts.
+            # The live page gets this chunk's events (each program's start, its tests as
+            # they run, its result) only while someone watches it; the engine reads this as
+            # each program starts. A page opened meanwhile reads what it missed from the
+            # database, as after any gap.
             watched = WatchCheck(run_id=run.pk)
             engine.config.stream_tests = watched()
             # A sample that sanitizing changed is also run as written, so the run can
@@ -444,7 +446,8 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str, worker: str = WORKER_NAME) 
                         # The engine drops its queued work; what is not recorded stays
                         # pending, so whoever takes the chunk next picks it up.
                         break
-                    cause = _forward(batch, run=run, sample_ids=sample_ids, cache=cache)
+                    cause = _forward(batch, run=run, sample_ids=sample_ids, cache=cache,
+                                     live=engine.config.stream_tests)
                     if cause is not None:
                         # The machine, not the program: nothing more of this run is judged
                         # until the cause is fixed and the run retried.
@@ -586,11 +589,14 @@ class _EngineEvents:
 
 
 def _forward(batch: Sequence[EngineEvent], *, run: Run, sample_ids: list[int],
-             cache: DatabaseResultCache | None) -> str | None:
-    """Record a batch of engine events and send them live, in order; the cause, when a
-    sample the machine failed (`INFRASTRUCTURE_STATUS`) is among them. The samples that
-    finished are recorded in one transaction; none after a failed one, whose cause stops
-    the chunk."""
+             cache: DatabaseResultCache | None, live: bool = True) -> str | None:
+    """Record a batch of engine events and, when `live` (someone watches the run), send
+    them live, in order; the cause, when a sample the machine failed
+    (`INFRASTRUCTURE_STATUS`) is among them. The samples that finished are recorded in one
+    transaction; none after a failed one, whose cause stops the chunk.
+
+    Unwatched, nothing is sent: with nobody in the run's group, each message still cost the
+    worker and Redis a round of the channel layer (`watching` says why that matters)."""
     finished: list[tuple[int, SampleResult]] = []
     cause: str | None = None
     taken = len(batch)
@@ -610,6 +616,8 @@ def _forward(batch: Sequence[EngineEvent], *, run: Run, sample_ids: list[int],
         stored = db_retry(lambda: sample_results_record(run_id=run.pk, results=finished),
                           what="storing results")
         recorded = {event["entry"]["sample_id"]: event for event in stored}
+    if not live:
+        return cause
     # In the engine's order, so a sample's tests go before its result; one hand-off to the
     # sender for the batch.
     with emitted_together():
