@@ -56,8 +56,9 @@ def test_the_breakdown_names_every_path_and_says_when_cpu_was_not_measured() -> 
     web = {"lanes": lanes_web(8.0, START, [(at(0), at(0.5), at(8))],
                               program_times([("passed", 4.0, 1)])),
            "cpu": 9.5, "run_span": 8.0, "canaries": ["rust (2.0 s)"]}
-    lines = list(web_vs_cli.breakdown(cli, {"embedded": web}))
-    assert "CLI" in lines[0]
+    lines = list(web_vs_cli.breakdown({"default": cli, "no-cache": cli}, {"embedded": web}))
+    assert "CLI default" in lines[0]
+    assert "CLI no-cache" in lines[0]
     assert "web embedded" in lines[0]
     assert any(line.startswith("CPU seconds") and "not measured" in line and "9.5" in line
                for line in lines)
