@@ -271,16 +271,15 @@ def _held(database: PostgresDatabase, run_id: int, at: datetime) -> list[tuple[i
 
 
 def _reclaims(chaos: Chaos, run_id: int, fault: Fault, before: list[tuple[int, str, str]],
-              caused: datetime, held: tuple[datetime, list[tuple[int, str]]]) -> list[float]:
+              caused: datetime, held: list[tuple[int, str]], looked: datetime) -> list[float]:
     """Seconds from the fault to the claim again of each chunk the fault took away (none
     for a chunk its holder finished before the fault landed). For lost messages, only the
     first: the others then wait their turn behind it, as any queued work does. For a
-    node's processes killed, the chunks `held` (`_held`, read when) at their death, each
-    claimed again after that reading."""
-    looked, chunks = held
+    node's processes killed, the chunks `held` at their death (`_held`, read at `looked`),
+    each claimed again after that reading."""
     since = caused  # a claim after this is a claim again
     if fault.loses == "node":
-        watched = [pk for pk, worker in chunks if worker.startswith(_node(chaos, fault.node))]
+        watched = [pk for pk, worker in held if worker.startswith(_node(chaos, fault.node))]
         since = looked  # not a new claim of a fresh process, made before the reading
     elif fault.loses == "running":
         watched = [pk for pk, status, _ in before if status == "running"]
@@ -353,7 +352,7 @@ def test_a_run_recovers_by_itself(chaos: Chaos, fault: str, capsys) -> None:
     assert durable[-1]["type"] == "run_finished"
     assert durable[-1]["status"] == "finished"
 
-    reclaims = _reclaims(chaos, run_id, spec, before, caused, (looked, held))
+    reclaims = _reclaims(chaos, run_id, spec, before, caused, held, looked)
     if spec.loses in ("node", "queued"):
         assert reclaims, f"{fault}: nothing was lost, so nothing was tested"
     assert all(seconds <= BOUND for seconds in reclaims), \

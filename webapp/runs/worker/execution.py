@@ -167,13 +167,7 @@ class DatabaseResultCache:
 def _cache_store(results: dict[str, SampleResult]) -> None:
     """Store `results` in the result cache by key, keeping a key's stored result if it has
     one: one statement, every value bound apart (`_bound_cursor`)."""
-    by_name = {field.name: field for field in CachedResult._meta.concrete_fields}
-    fields = [by_name[column] for column in ("key", "result", "created_at")]
-    name = connection.ops.quote_name
-    # Only quoted names of this model's own columns are formatted in.
-    sql = (f"INSERT INTO {name(CachedResult._meta.db_table)} "  # noqa: S608
-           f"({', '.join(name(str(field.column)) for field in fields)}) VALUES (%s, %s, %s) "
-           f"ON CONFLICT ({name('key')}) DO NOTHING")
+    sql, fields = _cache_statement(connection.vendor)
     now = timezone.now()
     rows = [[field.get_db_prep_save(value, connection)
              for field, value in zip(fields, (key, result_json(result), now), strict=True)]
@@ -589,7 +583,7 @@ class _EngineEvents:
 
 
 def _forward(batch: Sequence[EngineEvent], *, run: Run, sample_ids: list[int],
-             cache: DatabaseResultCache | None, live: bool = True) -> str | None:
+             cache: DatabaseResultCache | None, live: bool) -> str | None:
     """Record a batch of engine events and, when `live` (someone watches the run), send
     them live, in order; the cause, when a sample the machine failed
     (`INFRASTRUCTURE_STATUS`) is among them. The samples that finished are recorded in one
@@ -828,6 +822,19 @@ def _bound_cursor() -> Iterator[Any]:
                else connection.make_cursor(bound))
     with wrapped as cursor:
         yield cursor
+
+
+@functools.cache
+def _cache_statement(vendor: str) -> tuple[str, tuple[Field[Any, Any], ...]]:
+    """`_cache_store`'s statement, built once (for the database `vendor`), and its fields."""
+    by_name = {field.name: field for field in CachedResult._meta.concrete_fields}
+    fields = tuple(by_name[column] for column in ("key", "result", "created_at"))
+    name = connection.ops.quote_name
+    # Only quoted names of this model's own columns are formatted in.
+    sql = (f"INSERT INTO {name(CachedResult._meta.db_table)} "  # noqa: S608
+           f"({', '.join(name(str(field.column)) for field in fields)}) VALUES (%s, %s, %s) "
+           f"ON CONFLICT ({name('key')}) DO NOTHING")
+    return sql, fields
 
 
 @functools.cache
