@@ -6,7 +6,7 @@ takes the work back and sends it again: recovery takes seconds, not the length o
 time limit. A holder that finds its lease taken over stops, so two workers never go on with
 the same chunk for long; if they briefly do, every write is idempotent.
 
-Leases are renewed on threads kept for the process's life (`_keeper_threads`), each with its own
+Leases are renewed on threads kept for the process's life (`_Keeper`), each with its own
 database connection: a worker that keeps connections (`CONN_MAX_AGE`, PostgreSQL's
 default) opens none per chunk.
 """
@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as futures_wait
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -40,28 +39,51 @@ def lease_end(now: datetime | None = None) -> datetime:
     return (now or timezone.now()) + timedelta(seconds=lease_seconds())
 
 
-MAX_LEASES = 256
-"""Leases one process can renew at once (a prefork worker holds one; a threaded server one
-per chunk it evaluates at a time)."""
-_keepers: ThreadPoolExecutor | None = None
-"""The threads that renew leases, started as leases need them and kept: a thread's database
-connection outlives its lease when connections are kept (`CONN_MAX_AGE`). Made in the
-process that uses it: a forked child (a Celery pool process) starts with none."""
-_keepers_lock = threading.Lock()
+class _Keeper(threading.Thread):
+    """A thread that renews one lease after another, kept for the process's life: its
+    database connection outlives a lease when connections are kept (`CONN_MAX_AGE`)."""
+
+    def __init__(self) -> None:
+        super().__init__(name="lease", daemon=True)
+        self.leases: queue.SimpleQueue[Heartbeat] = queue.SimpleQueue()
+
+    def run(self) -> None:
+        while True:
+            heartbeat = self.leases.get()
+            try:
+                heartbeat.run()
+            except Exception:  # the holder's stop is its own; the thread serves the next
+                logger.exception("%s: renewing the lease failed", heartbeat.name)
+                heartbeat.lost = True
+                heartbeat.stop.set()
+            finally:
+                # Idle again before the holder hears that the lease ended, so the holder's
+                # next lease finds this thread (and its connection) waiting.
+                with _idle_lock:
+                    _idle.append(self)
+                heartbeat.ended.set()
 
 
-def _keeper_threads() -> ThreadPoolExecutor:
-    global _keepers
-    with _keepers_lock:
-        if _keepers is None:
-            _keepers = ThreadPoolExecutor(max_workers=MAX_LEASES, thread_name_prefix="lease")
-        return _keepers
+_idle: list[_Keeper] = []
+"""Keepers with no lease, the latest back last. Made in the process that uses them: a
+forked child (a Celery pool process) starts with none, as the parent's threads did not come
+along."""
+_idle_lock = threading.Lock()
+
+
+def _keeper() -> _Keeper:
+    with _idle_lock:
+        if _idle:
+            return _idle.pop()
+    keeper = _Keeper()
+    keeper.start()
+    return keeper
 
 
 def _forget_keepers() -> None:
-    """In a forked child: the parent's threads did not come along."""
-    global _keepers, _keepers_lock
-    _keepers, _keepers_lock = None, threading.Lock()
+    global _idle_lock
+    _idle.clear()
+    _idle_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_keepers)
@@ -84,7 +106,7 @@ class Heartbeat:
         self.stop = stop
         self.lost = False
         self.finished = threading.Event()
-        self._running: Future[None] | None = None
+        self.ended = threading.Event()
 
     def run(self) -> None:
         interval = lease_seconds() / 6
@@ -118,10 +140,9 @@ class Heartbeat:
             close_old_connections()
 
     def __enter__(self) -> Heartbeat:
-        self._running = _keeper_threads().submit(self.run)
+        _keeper().leases.put(self)
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.finished.set()
-        if self._running is not None:
-            futures_wait([self._running], timeout=10)
+        self.ended.wait(timeout=10)
