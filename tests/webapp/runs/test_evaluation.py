@@ -225,7 +225,7 @@ def test_cancel_stops_a_running_chunk(personas, humaneval, samples_file, monkeyp
     monkeypatch.setattr(leases, "CHECK_SECONDS", 0.01)
     original = execution.sample_results_record
 
-    def record_then_cancel(*, run_id, results):
+    def record_then_cancel(*, run_id, results, **_when):
         # The cancel lands once the batch's first result is committed: the rest is refused.
         events = original(run_id=run_id, results=results[:1])
         Run.objects.filter(pk=queued_run.pk).update(status=Run.Status.CANCELLED)

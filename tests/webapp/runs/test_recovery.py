@@ -369,13 +369,15 @@ def test_a_chunk_whose_lease_was_taken_over_stops_and_leaves_the_rest(
 ):
     settings.LEASE_SECONDS = 6
     settings.CHUNK_SAMPLES = 100
+    # Each result recorded as it comes, as for a watched run: results come after the loss.
+    monkeypatch.setattr(execution, "UNWATCHED_GATHER_SECONDS", 0.0)
     run = unstarted_run("taken over")
     run_start(run_id=run.pk)
     chunk = run.chunks.get()
     original = execution.sample_results_record
     took_over = threading.Event()
 
-    def record_then_lose(*, run_id, results):
+    def record_then_lose(*, run_id, results, **_when):
         events = original(run_id=run_id, results=results[:1])
         if not took_over.is_set():
             # The sweeper gave the chunk to another worker while this one was slow.
@@ -404,7 +406,7 @@ def test_a_chunk_whose_run_stopped_before_its_heartbeat_noticed_is_not_done(
     monkeypatch.setattr(leases, "CHECK_SECONDS", 3600.0)
     original = execution.sample_results_record
 
-    def record_then_cancel(*, run_id, results):
+    def record_then_cancel(*, run_id, results, **_when):
         # The cancel lands once the first result is committed: the rest is refused.
         events = original(run_id=run_id, results=results[:1])
         if events:

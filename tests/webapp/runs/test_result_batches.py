@@ -201,9 +201,9 @@ def test_results_ready_together_are_recorded_together(unstarted_run, tmp_path, m
     calls: list[int] = []
     original = execution.sample_results_record
 
-    def counting(*, run_id, results):
+    def counting(*, run_id, results, **when):
         calls.append(len(results))
-        return original(run_id=run_id, results=results)
+        return original(run_id=run_id, results=results, **when)
 
     monkeypatch.setattr(execution, "sample_results_record", counting)
     run = unstarted_run("served from the cache", path)
@@ -217,3 +217,78 @@ def test_results_ready_together_are_recorded_together(unstarted_run, tmp_path, m
     assert len(calls) < run.samples_total / 2, calls
     assert sorted(run.samples.values_list("seq", flat=True)) == list(range(seq + 1, seq + 41))
     assert run.event_seq == seq + 40
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_unwatched_chunk_records_its_results_together_each_with_its_own_finish(
+        unstarted_run, tmp_path, monkeypatch):
+    """With nobody watching, the results that finish within the gather window of one
+    another are recorded in one transaction; each sample keeps the moment its program
+    finished, not the moment the batch was written."""
+    path = write_jsonl(tmp_path / "unwatched.jsonl", [
+        {"task_id": "HumanEval/0", "completion": f"{WRONG_0}    # {n}\n"} for n in range(12)])
+    # A window no chunk outlasts: the chunk's end closes the batch.
+    monkeypatch.setattr(execution, "UNWATCHED_GATHER_SECONDS", 3600.0)
+    calls: list[tuple[int, list[object]]] = []
+    original = execution.sample_results_record
+
+    def counting(*, run_id, results, finished_at=None):
+        calls.append((len(results), list(finished_at or [])))
+        return original(run_id=run_id, results=results, finished_at=finished_at)
+
+    monkeypatch.setattr(execution, "sample_results_record", counting)
+    run = unstarted_run("unwatched", path)
+    run_start(run_id=run.pk)
+    [chunk] = run.chunks.all()
+    assert chunk_evaluate(chunk_id=chunk.pk).state == "done"
+
+    [(count, moments)] = calls
+    assert count == 12
+    stored = list(run.samples.order_by("seq").values_list("finished_at", flat=True))
+    assert stored == moments, "each sample's finish is the moment the engine gave it"
+    assert stored == sorted(stored)
+    assert len(set(stored)) == 12, "not one moment for the whole batch"
+    chunk.refresh_from_db()
+    assert chunk.finished_at is not None
+    assert stored[-1] <= chunk.finished_at
+
+
+def _events(*steps):
+    """An engine's event stream: each step is an event to yield, or a callable to run."""
+    for step in steps:
+        if callable(step):
+            step()
+        else:
+            yield step
+
+
+def _event(position: int) -> dict[str, object]:
+    return {"type": "sample_started", "position": position}
+
+
+def test_a_watched_run_gets_each_result_as_it_comes():
+    first_taken = threading.Event()
+    events = execution._EngineEvents(stop=threading.Event())
+    events.start(_events(_event(0), lambda: first_taken.wait(60), _event(1)))
+    batches = []
+    for batch in events.batches(gather=lambda: 0.0):
+        batches.append([event.get("position") for event, _ in batch])
+        first_taken.set()
+    events.finish()
+    assert batches == [[0], [1]]
+
+
+def test_an_unwatched_batch_gathers_and_answers_the_engines_reads_meanwhile():
+    events = execution._EngineEvents(stop=threading.Event())
+    answers: list[str] = []
+    events.start(_events(
+        _event(0),
+        # The engine asks the recording thread for a cache read while the batch gathers:
+        # were it kept waiting for the window's end, the batch would close on event 0.
+        lambda: answers.append(events.ask(lambda: "read on the recording thread")),
+        _event(1)))
+    batches = [[event.get("position") for event, _ in batch]
+               for batch in events.batches(gather=lambda: 3600.0)]
+    events.finish()
+    assert answers == ["read on the recording thread"]
+    assert batches == [[0, 1]]

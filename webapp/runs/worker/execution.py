@@ -2,7 +2,8 @@
 fail it, and finish it once its scores are stored (`aggregation` computes them).
 
 A chunk is held by a heartbeat lease (`leases.Heartbeat`) and its results are written as
-they come, those that come together in one transaction (`_EngineEvents`), each only while
+they come (for an unwatched run, those of half a second together), those that come
+together in one transaction (`_EngineEvents`), each only while
 its sample is pending: a chunk that is delivered twice, taken back from a dead worker, or
 interrupted by a dropped database connection ends with every sample counted exactly once.
 Transient database errors are tried again (`transient`), never turned into a failed run.
@@ -16,6 +17,7 @@ import logging
 import queue
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
@@ -74,6 +76,14 @@ WORKER_NAME = socket.gethostname()
 CACHE_BATCH = 16
 """Results are stored in the result cache this many at a time, and at the chunk's end: a
 worker lost in between costs only their evaluation again, never a verdict."""
+UNWATCHED_GATHER_SECONDS = 0.5
+"""With nobody watching a run, the results that finish within this long of one another are
+recorded together, in one transaction: each transaction cost PostgreSQL and the worker a
+commit, the run's counters and the result cache's flush, beside programs that needed the
+same two cores. A watched run records each result as soon as it is ready. A worker killed
+meanwhile loses at most this long of results, which are evaluated again."""
+GATHER_MAX = 256
+"""Events handed over together at most, so a transaction stays short."""
 CACHE_READ_BATCH = 500
 """Keys looked up in the result cache by one query (SQLite caps a statement's parameters)."""
 
@@ -434,7 +444,8 @@ def _evaluate(*, chunk: Chunk, run: Run, claim: str, worker: str = WORKER_NAME) 
             # say which verdicts sanitizing changed (`raw_status`).
             events.start(evaluate_with_raw_verdicts(engine, problems, samples, cancel=stop))
             try:
-                for batch in events.batches():
+                for batch in events.batches(gather=lambda: 0.0 if engine.config.stream_tests
+                                            else UNWATCHED_GATHER_SECONDS):
                     engine.config.stream_tests = watched()
                     if stop.is_set():
                         # The engine drops its queued work; what is not recorded stays
@@ -487,10 +498,10 @@ _END = object()
 class _EngineEvents:
     """The engine's events, iterated on a thread of its own and handed over in batches: each
     batch is every event that is ready when the recorder asks, so results that came while
-    it was writing go into its next transaction together (`sample_results_record`), and a
-    recorder that keeps up gets them one by one, as soon as each is ready. No timer: a slow
-    sample never holds a fast one back, and batches grow only when results come faster than
-    they are written.
+    it was writing go into its next transaction together (`sample_results_record`). For a
+    watched run, a recorder that keeps up gets them one by one, as soon as each is ready: a
+    slow sample never holds a fast one back. Unwatched, a batch also waits a moment for
+    more (`UNWATCHED_GATHER_SECONDS`).
 
     The database stays on the recording thread: a result-cache read that the engine makes
     from its thread is handed over too (`ask`), and answered there between batches.
@@ -510,7 +521,8 @@ class _EngineEvents:
     def _produce(self, events: Iterator[EngineEvent]) -> None:
         try:
             for event in events:
-                self._ready.put(event)
+                # When it finished: the batch it goes in may be recorded a moment later.
+                self._ready.put((event, timezone.now()))
                 if self._stop.is_set():
                     break
         except BaseException as exc:
@@ -532,10 +544,15 @@ class _EngineEvents:
         self._ready.put(_Read(read, answer))
         return answer.result()
 
-    def batches(self) -> Iterator[list[EngineEvent]]:
-        """Blocks for the next event, then takes every other one ready with it."""
+    def batches(self, *, gather: Callable[[], float] = lambda: 0.0
+                ) -> Iterator[list[tuple[EngineEvent, datetime]]]:
+        """Blocks for the next event, then takes every other one ready with it, and those
+        that come within `gather()` seconds of the first (at most `GATHER_MAX`); each with
+        the moment the engine gave it. A read is answered as it comes, while the batch
+        gathers."""
         while not self._ended:
-            batch: list[EngineEvent] = []
+            batch: list[tuple[EngineEvent, datetime]] = []
+            until: float | None = None
             item = self._ready.get()
             while True:
                 if item is _END:
@@ -548,10 +565,20 @@ class _EngineEvents:
                     self._answer(item)
                 else:
                     batch.append(item)
+                    if until is None:
+                        until = time.monotonic() + gather()
+                    if len(batch) >= GATHER_MAX:
+                        break
                 try:
                     item = self._ready.get_nowait()
                 except queue.Empty:
-                    break
+                    left = 0.0 if until is None else until - time.monotonic()
+                    if left <= 0 or self._stop.is_set():
+                        break
+                    try:
+                        item = self._ready.get(timeout=left)
+                    except queue.Empty:
+                        break
             if batch:
                 yield batch
 
@@ -582,8 +609,9 @@ class _EngineEvents:
         self._thread.join()
 
 
-def _forward(batch: Sequence[EngineEvent], *, run: Run, sample_ids: list[int],
-             cache: DatabaseResultCache | None, live: bool) -> str | None:
+def _forward(batch: Sequence[tuple[EngineEvent, datetime]], *, run: Run,
+             sample_ids: list[int], cache: DatabaseResultCache | None, live: bool
+             ) -> str | None:
     """Record a batch of engine events and, when `live` (someone watches the run), send
     them live, in order; the cause, when a sample the machine failed
     (`INFRASTRUCTURE_STATUS`) is among them. The samples that finished are recorded in one
@@ -592,12 +620,14 @@ def _forward(batch: Sequence[EngineEvent], *, run: Run, sample_ids: list[int],
     Unwatched, nothing is sent: with nobody in the run's group, each message still cost the
     worker and Redis a round of the channel layer (`watching` says why that matters)."""
     finished: list[tuple[int, SampleResult]] = []
+    finished_at: list[datetime] = []
     cause: str | None = None
     taken = len(batch)
-    for at, event in enumerate(batch):
+    for at, (event, moment) in enumerate(batch):
         if event["type"] == "sample_finished":
             result: SampleResult = event["result"]
             finished.append((sample_ids[event["position"]], result))
+            finished_at.append(moment)
             if result.status == INFRASTRUCTURE_STATUS:
                 cause = result.message or result.error_type or "unknown cause"
                 taken = at + 1
@@ -607,7 +637,8 @@ def _forward(batch: Sequence[EngineEvent], *, run: Run, sample_ids: list[int],
         if cache is not None:
             cache.flush(at_least=CACHE_BATCH)
         _record_sandbox(run, [result for _, result in finished])
-        stored = db_retry(lambda: sample_results_record(run_id=run.pk, results=finished),
+        stored = db_retry(lambda: sample_results_record(run_id=run.pk, results=finished,
+                                                        finished_at=finished_at),
                           what="storing results")
         recorded = {event["entry"]["sample_id"]: event for event in stored}
     if not live:
@@ -615,7 +646,7 @@ def _forward(batch: Sequence[EngineEvent], *, run: Run, sample_ids: list[int],
     # In the engine's order, so a sample's tests go before its result; one hand-off to the
     # sender for the batch.
     with emitted_together():
-        for event in batch[:taken]:
+        for event, _ in batch[:taken]:
             live_event: RunEvent | None
             if event["type"] == "sample_finished":
                 live_event = recorded.get(sample_ids[event["position"]])
@@ -706,11 +737,13 @@ RESULT_COLUMNS = ("status", "cached", "program_hash", "error_type", "message", "
 
 
 def sample_results_record(
-    *, run_id: int, results: Sequence[tuple[int, SampleResult]]
+    *, run_id: int, results: Sequence[tuple[int, SampleResult]],
+    finished_at: Sequence[datetime] | None = None,
 ) -> list[SampleFinishedEvent]:
     """Store the results of samples (id, result), bump the run's counters and draw their
     event numbers, in one transaction: one statement for the run, one for each sample, one
-    commit, however many results come together.
+    commit, however many results come together. `finished_at` holds when each finished
+    (now, without it).
 
     Only a pending sample of an active run is updated: a chunk evaluated twice counts each
     sample once, and nothing is recorded after a cancel or a pause. Returns the events to
@@ -736,10 +769,11 @@ def sample_results_record(
         counts = _tally(counts, [result for _, result in results], sign=-1)
         skipped: list[SampleResult] = []
         now = timezone.now()
+        moments = finished_at or [now] * len(results)
         with _bound_cursor() as cursor:
-            for sample_id, result in results:
+            for (sample_id, result), moment in zip(results, moments, strict=True):
                 if _store_result(cursor, sample_id=sample_id, result=result, seq=seq + 1,
-                                 now=now):
+                                 finished_at=moment):
                     seq += 1
                     counts = _tally(counts, [result])
                     stored.append((sample_id, result, seq, counts))
@@ -773,7 +807,7 @@ def _bumps(results: Sequence[SampleResult]) -> dict[str, int]:
 
 
 def _store_result(cursor: Any, *, sample_id: int, result: SampleResult, seq: int,
-                  now: datetime) -> bool:
+                  finished_at: datetime) -> bool:
     """Write a result on its sample's row, if the sample is still pending; whether it was.
     The result and its number in one write: the row, result included, is written once (a
     second update would copy it whole again into the log)."""
@@ -787,7 +821,7 @@ def _store_result(cursor: Any, *, sample_id: int, result: SampleResult, seq: int
         "tests_passed": sum(1 for test in result.tests if test.status == "passed"),
         "tests_total": len(result.tests),
         "result": result_json(result),
-        "finished_at": now,
+        "finished_at": finished_at,
         "seq": seq,
     }
     sql, fields = _store_statement(connection.vendor)
