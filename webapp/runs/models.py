@@ -254,7 +254,11 @@ class Chunk(models.Model):
 
 
 class Sample(models.Model):
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples")
+    # Not indexed alone: the unique constraint and the indexes below all lead with `run`, and
+    # every index is written again by each result (its status, number and finish are
+    # indexed, so a result is a new row version in every index of the table).
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples",
+                            db_index=False)
     chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE, related_name="samples")
     variant = models.ForeignKey(ProblemVariant, on_delete=models.PROTECT, related_name="samples")
     task_id = models.CharField(max_length=30, help_text="Aligned id, `HumanEval/N`.")
@@ -271,7 +275,7 @@ class Sample(models.Model):
     notes = models.JSONField(default=list, blank=True)
     is_full_program = models.BooleanField(default=False)
 
-    status = models.CharField(max_length=15, default="pending", db_index=True)
+    status = models.CharField(max_length=15, default="pending")  # indexed with `run`, below
     cached = models.BooleanField(default=False)
     program_hash = models.CharField(max_length=64, blank=True)
     error_type = models.CharField(max_length=100, blank=True)

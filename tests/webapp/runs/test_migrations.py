@@ -108,3 +108,40 @@ def test_stored_runs_are_judged_again_by_the_pause_migration(
     assert Sample.objects.filter(run=run, status="error").count() == run.samples_total - 2
     assert run.canary_gaps
     assert "before workers checked" in run.canary_gaps[0]["reason"]
+
+
+def _sample_indexes() -> dict[str, tuple[str, ...]]:
+    """The indexes of the samples' table (the primary key's apart), by name: their columns."""
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, Sample._meta.db_table)
+    return {name: tuple(found["columns"]) for name, found in constraints.items()
+            if (found["index"] or found["unique"]) and not found["primary_key"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_index_of_a_sample_is_the_leading_part_of_another_and_the_migration_goes_both_ways():
+    """Each result writes its sample anew in every index of the table: an index whose
+    columns lead another's serves nothing that one does not, and costs every result."""
+    def redundant(indexes: dict[str, tuple[str, ...]]) -> list[str]:
+        return sorted(name for name, columns in indexes.items()
+                      if any(other[:len(columns)] == columns and other_name != name
+                             for other_name, other in indexes.items()))
+
+    now = _sample_indexes()
+    assert redundant(now) == [], now
+    assert ("run_id", "task_id", "index") in now.values(), "the constraint still leads with run"
+    before = [("runs", "0015_run_watched_until")]
+    after = [("runs", "0016_sample_indexes_led_by_run")]
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate(before)
+        restored = _sample_indexes()
+        assert {("run_id",), ("status",)} <= set(restored.values())
+        assert redundant(restored) != []
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        assert _sample_indexes() == now
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())
