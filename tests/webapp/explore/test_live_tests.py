@@ -4,6 +4,7 @@ configuration."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 
+from evaluator.engine import Engine
 from tests.webapp.support import RIGHT_0, WebsocketClient, write_jsonl
 from webapp.runs.messaging import watching
 from webapp.runs.messaging.watching import WatchCheck, run_watch, run_watched
@@ -77,10 +79,25 @@ def test_a_viewer_who_comes_mid_chunk_gets_the_next_programs_tests(unstarted_run
     record = execution.sample_results_record
     recorded: list[list[int]] = []  # the batches, as written
 
+    # One program at a time, each started once the result before it is recorded, as on a
+    # machine that keeps up: however busy this one is, programs start after the page opens
+    # (without it, a recorder that lagged found every program started before it).
+    settings.EVALUATOR_WORKERS = 1
+    turns = threading.Semaphore(1)
+    execute = Engine._execute
+
+    def in_turn(self: Engine, *args: Any, **kwargs: Any) -> Any:
+        turns.acquire(timeout=60)
+        return execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(Engine, "_execute", in_turn)
+
     def record_then_open_the_page(**kwargs: Any) -> Any:
         events = record(**kwargs)
         recorded.append([event["entry"]["sample_id"] for event in events])
         run_watch(run_id=run.pk)  # the page opens after the first results
+        for _ in events:
+            turns.release()
         return events
 
     monkeypatch.setattr(execution, "sample_results_record", record_then_open_the_page)
@@ -92,9 +109,8 @@ def test_a_viewer_who_comes_mid_chunk_gets_the_next_programs_tests(unstarted_run
     (chunk,) = run.chunks.all()
     assert execution.chunk_evaluate(chunk_id=chunk.pk).state == "done"
     sent = {e["entry"]["sample_id"] for e in emitted if e["type"] == "sample_finished"}
-    # The first batch holds what was ready when the recorder came to it (on a busy machine,
-    # several results); the batches after it come once the page watches.
     first, *later = recorded
+    assert len(first) == 1, "one program at a time: one result in the first batch"
     assert later, "results came after the page opened"
     assert not set(first) & sent, "the first results came before anyone watched"
     assert {sample for batch in later for sample in batch} <= sent, \
